@@ -1,0 +1,174 @@
+"""Load the entries from disk, validate them, and hand out a KnowledgeBase."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from ..errors import KnowledgeBaseError, Problem, UnknownEntryError
+from ..model import Entry, Signature
+from .schema import check_fields, check_signature
+from .yaml_lines import DuplicateKey, LineDict, line_of, load_with_lines
+
+ENTRIES_DIR = Path(__file__).parent / "entries"
+
+
+class KnowledgeBase:
+    """All entries, by id, with redirects for renamed ids."""
+
+    def __init__(self, entries: list[Entry]) -> None:
+        self.entries = sorted(entries, key=lambda entry: (entry.category, entry.id))
+        self._by_id = {entry.id: entry for entry in self.entries}
+        self._redirects = {
+            old: entry.id for entry in self.entries for old in entry.get("redirect_from") or ()
+        }
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, entry_id: str) -> bool:
+        return entry_id in self._by_id or entry_id in self._redirects
+
+    def get(self, entry_id: str) -> Entry:
+        resolved = self._redirects.get(entry_id, entry_id)
+        try:
+            return self._by_id[resolved]
+        except KeyError:
+            raise UnknownEntryError(
+                f"no knowledge-base entry {entry_id!r}",
+                "`firstfault list` shows every id; `firstfault search TEXT` finds one by message",
+            ) from None
+
+    def categories(self) -> list[str]:
+        return sorted({entry.category for entry in self.entries})
+
+    def in_category(self, category: str) -> list[Entry]:
+        return [entry for entry in self.entries if entry.category == category]
+
+    @property
+    def signatures(self) -> list[Signature]:
+        return [signature for entry in self.entries for signature in entry.signatures]
+
+
+def entry_files(root: Path = ENTRIES_DIR) -> list[Path]:
+    return sorted(root.glob("*/*.yaml"))
+
+
+def _parse(path: Path, label: str) -> tuple[LineDict | None, list[Problem]]:
+    try:
+        data = load_with_lines(path.read_text(encoding="utf-8"))
+    except DuplicateKey as exc:
+        return None, [Problem(label, exc.line, str(exc))]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return None, [Problem(label, mark.line + 1 if mark else None, f"invalid YAML: {exc}")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Problem(label, None, f"cannot read: {exc}")]
+    if not isinstance(data, LineDict):
+        return None, [Problem(label, 1, "an entry must be a YAML mapping")]
+    return data, []
+
+
+def _build_entry(label: str, data: LineDict) -> Entry:
+    signatures = tuple(
+        Signature(
+            entry_id=data["id"],
+            name=item["name"],
+            role=item["role"],
+            weight=float(item["weight"]),
+            pattern=item["pattern"],
+            message=item.get("message", ""),
+            examples=tuple(item.get("examples") or ()),
+            near_misses=tuple(item.get("near_misses") or ()),
+        )
+        for item in data.get("signatures") or ()
+    )
+    return Entry(
+        id=data["id"], title=data["title"], category=data["category"], severity=data["severity"],
+        status=data["status"], signatures=signatures, data=dict(data), path=label,
+    )
+
+
+def _check_file(path: Path, root: Path) -> tuple[Entry | None, list[Problem]]:
+    label = _label(path, root)
+    data, problems = _parse(path, label)
+    if data is None:
+        return None, problems
+    problems = check_fields(label, data)
+    if data.get("id") != path.stem:
+        problems.append(Problem(label, line_of(data, "id"), f"id {data.get('id')!r} must equal the file name {path.stem!r}"))
+    if data.get("category") != path.parent.name:
+        problems.append(Problem(label, line_of(data, "category"), f"category {data.get('category')!r} must equal the folder {path.parent.name!r}"))
+    signatures = data.get("signatures") if isinstance(data.get("signatures"), list) else []
+    names = set()
+    for index, signature in enumerate(signatures):
+        problems.extend(check_signature(label, signature, index, signatures))
+        name = signature.get("name") if isinstance(signature, dict) else None
+        if name in names:
+            problems.append(Problem(label, line_of(signatures, index), f"duplicate signature name {name!r}"))
+        names.add(name)
+    if problems:
+        return None, problems
+    return _build_entry(label, data), []
+
+
+def _label(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root.parent.parent.parent.parent))
+    except ValueError:
+        return str(path)
+
+
+def _check_examples(entry: Entry) -> list[Problem]:
+    problems = []
+    for signature in entry.signatures:
+        regex = re.compile(signature.pattern)
+        for example in signature.examples:
+            if not regex.search(example):
+                problems.append(Problem(entry.path, None, f"signature {signature.name!r}: example does not match: {example!r}"))
+        for near_miss in signature.near_misses:
+            if regex.search(near_miss):
+                problems.append(Problem(entry.path, None, f"signature {signature.name!r}: near-miss matches: {near_miss!r}"))
+    return problems
+
+
+def _check_cross_entry(entries: list[Entry]) -> list[Problem]:
+    problems = []
+    ids = {entry.id for entry in entries}
+    seen_old: dict[str, str] = {}
+    for entry in entries:
+        for related in entry.get("related") or ():
+            if related not in ids:
+                problems.append(Problem(entry.path, line_of(entry.data, "related"), f"related id {related!r} has no entry"))
+        for old in entry.get("redirect_from") or ():
+            if old in ids or old in seen_old:
+                problems.append(Problem(entry.path, line_of(entry.data, "redirect_from"), f"redirect {old!r} is already an id or redirect"))
+            seen_old[old] = entry.id
+    return problems
+
+
+def check_entries(root: Path = ENTRIES_DIR) -> tuple[list[Entry], list[Problem]]:
+    """Validate every entry under `root`; returns the good entries and all problems."""
+    entries, problems = [], []
+    files = entry_files(root)
+    if not files:
+        problems.append(Problem(str(root), None, "no entries found"))
+    for path in files:
+        entry, file_problems = _check_file(path, root)
+        problems.extend(file_problems)
+        if entry is not None:
+            problems.extend(_check_examples(entry))
+            entries.append(entry)
+    problems.extend(_check_cross_entry(entries))
+    return entries, problems
+
+
+@lru_cache(maxsize=4)
+def load_knowledge_base(root: Path = ENTRIES_DIR) -> KnowledgeBase:
+    """The validated knowledge base; raises KnowledgeBaseError listing every problem."""
+    entries, problems = check_entries(root)
+    if problems:
+        raise KnowledgeBaseError(problems)
+    return KnowledgeBase(entries)

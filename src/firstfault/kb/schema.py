@@ -1,0 +1,212 @@
+"""The entry schema, checked in layers: shape of each field, then cross-entry rules.
+
+Every problem is collected (never the first only) and carries file:line.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import Problem
+from .yaml_lines import LineDict, line_of
+
+CATEGORIES = ("network", "memory", "device", "numerics", "framework", "data", "environment", "serving")
+SEVERITIES = ("critical", "high", "medium", "low")
+STATUSES = ("stable", "experimental", "deprecated")
+ROLES = ("root", "symptom", "collateral")
+SYSTEMS = (
+    "pytorch", "nccl", "gloo", "cuda", "hf-transformers", "hf-accelerate", "deepspeed",
+    "megatron-lm", "vllm", "slurm", "kubernetes", "ray", "linux", "docker", "triton",
+)
+FIX_STACKS = (
+    "general", "pytorch", "hf-trainer", "hf-accelerate", "deepspeed", "megatron-lm", "vllm",
+    "nccl", "slurm", "kubernetes", "docker", "ray",
+)
+ID_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+URL_PATTERN = re.compile(r"https?://[^\s/]+\.[^\s]+")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One top-level key: whether it is required and how its value is checked."""
+
+    required: bool
+    check: Callable[[object], str | None]
+
+
+def _text(value) -> str | None:
+    return None if isinstance(value, str) and value.strip() else "must be non-empty text"
+
+
+def _one_of(choices) -> Callable[[object], str | None]:
+    def check(value) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+    return check
+
+
+def _list_of_text(value) -> str | None:
+    if not isinstance(value, list):
+        return "must be a list"
+    if any(not isinstance(item, str) or not item.strip() for item in value):
+        return "every item must be non-empty text"
+    return None
+
+
+def _non_empty(check: Callable) -> Callable:
+    def wrapped(value) -> str | None:
+        if isinstance(value, list) and not value:
+            return "must not be empty"
+        return check(value)
+    return wrapped
+
+
+def _list_of_maps(required: tuple[str, ...], optional: tuple[str, ...] = ()) -> Callable:
+    allowed = set(required) | set(optional)
+
+    def check(value) -> str | None:
+        if not isinstance(value, list):
+            return "must be a list"
+        for index, item in enumerate(value):
+            if not isinstance(item, dict):
+                return f"item {index + 1} must be a mapping with {', '.join(required)}"
+            missing = [key for key in required if not item.get(key)]
+            if missing:
+                return f"item {index + 1} lacks {', '.join(missing)}"
+            unknown = sorted(set(item) - allowed)
+            if unknown:
+                return f"item {index + 1} has unknown key(s) {', '.join(map(str, unknown))}"
+        return None
+    return check
+
+
+def _systems(value) -> str | None:
+    if not isinstance(value, list) or not value:
+        return "must be a non-empty list"
+    unknown = [item for item in value if item not in SYSTEMS]
+    return f"unknown system(s) {unknown}; known: {', '.join(SYSTEMS)}" if unknown else None
+
+
+def _fix(value) -> str | None:
+    shape = _list_of_maps(("title", "stack", "why"), ("steps", "command", "env", "config", "code"))(value)
+    if shape:
+        return shape
+    for index, item in enumerate(value):
+        if item["stack"] not in FIX_STACKS:
+            return f"item {index + 1}: stack must be one of {', '.join(FIX_STACKS)}"
+        if "env" in item and not isinstance(item["env"], dict):
+            return f"item {index + 1}: env must map variable names to values"
+        if "steps" in item and _list_of_text(item["steps"]):
+            return f"item {index + 1}: steps must be a list of text"
+    return None
+
+
+def _references(value) -> str | None:
+    shape = _list_of_maps(("title", "url"))(value)
+    if shape:
+        return shape
+    for index, item in enumerate(value):
+        if not URL_PATTERN.fullmatch(str(item["url"])):
+            return f"item {index + 1}: url {item['url']!r} is not an http(s) URL"
+    return None
+
+
+def _verified(value) -> str | None:
+    if not isinstance(value, dict) or value.get("by") != "lab" or not value.get("scenario"):
+        return "must be {by: lab, scenario: NAME}"
+    return None
+
+
+def _signatures(value) -> str | None:
+    return None if isinstance(value, list) else "must be a list (may be empty)"
+
+
+FIELDS: dict[str, Field] = {
+    "id": Field(True, _text),
+    "title": Field(True, _text),
+    "category": Field(True, _one_of(CATEGORIES)),
+    "severity": Field(True, _one_of(SEVERITIES)),
+    "status": Field(True, _one_of(STATUSES)),
+    "systems": Field(True, _systems),
+    "tags": Field(True, _non_empty(_list_of_text)),
+    "related": Field(False, _list_of_text),
+    "redirect_from": Field(False, _list_of_text),
+    "summary": Field(True, _text),
+    "mechanism": Field(True, _text),
+    "observe": Field(True, _non_empty(_list_of_text)),
+    "symptoms": Field(True, _non_empty(_list_of_maps(("text", "meaning")))),
+    "confirm": Field(True, _non_empty(_list_of_maps(("check",), ("command",)))),
+    "fix": Field(True, _non_empty(_fix)),
+    "verify": Field(True, _non_empty(_list_of_maps(("check",), ("command",)))),
+    "prevention": Field(True, _non_empty(_list_of_text)),
+    "faq": Field(False, _list_of_maps(("q", "a"))),
+    "references": Field(True, _non_empty(_references)),
+    "verified": Field(False, _verified),
+    "diagnostics": Field(False, _list_of_maps(("tool", "use"))),
+    "signatures": Field(True, _signatures),
+}
+
+SIGNATURE_KEYS = {"name", "role", "weight", "pattern", "message", "examples", "near_misses"}
+FORBIDDEN_REGEX = (
+    (re.compile(r"\(\?[=!<]"), "lookaround is not allowed"),
+    (re.compile(r"\\[1-9]"), "backreferences are not allowed"),
+    (re.compile(r"\(\?P="), "named backreferences are not allowed"),
+)
+
+
+def check_fields(path: str, data: LineDict) -> list[Problem]:
+    """Layer 1: every key known, every required key present, each value of the right shape."""
+    problems = []
+    for key in data:
+        if key not in FIELDS:
+            problems.append(Problem(path, line_of(data, key), f"unknown key {key!r}"))
+    for key, spec in FIELDS.items():
+        if key not in data:
+            if spec.required:
+                problems.append(Problem(path, data.line or 1, f"missing required key {key!r}"))
+            continue
+        message = spec.check(data[key])
+        if message:
+            problems.append(Problem(path, line_of(data, key), f"{key}: {message}"))
+    return problems
+
+
+def check_signature(path: str, signature, index: int, container) -> list[Problem]:
+    """Layer 2: one signature's shape and regex; examples are run by the checker."""
+    line = line_of(container, index)
+    if not isinstance(signature, dict):
+        return [Problem(path, line, f"signature {index + 1} must be a mapping")]
+    line = getattr(signature, "line", line)
+    problems = []
+    unknown = sorted(set(signature) - SIGNATURE_KEYS)
+    if unknown:
+        problems.append(Problem(path, line, f"signature {index + 1}: unknown key(s) {', '.join(unknown)}"))
+    name = signature.get("name")
+    label = f"signature {name!r}" if name else f"signature {index + 1}"
+    if not isinstance(name, str) or not ID_PATTERN.fullmatch(name or ""):
+        problems.append(Problem(path, line, f"{label}: name must be kebab-case"))
+    if signature.get("role") not in ROLES:
+        problems.append(Problem(path, line, f"{label}: role must be one of {', '.join(ROLES)}"))
+    weight = signature.get("weight")
+    if not isinstance(weight, (int, float)) or not 0 < weight <= 1:
+        problems.append(Problem(path, line, f"{label}: weight must be a number in (0, 1]"))
+    problems.extend(_check_pattern(path, line, label, signature.get("pattern")))
+    for key in ("examples", "near_misses"):
+        value = signature.get(key)
+        if not isinstance(value, list) or not value or _list_of_text(value):
+            problems.append(Problem(path, line, f"{label}: {key} must be a non-empty list of lines"))
+    return problems
+
+
+def _check_pattern(path: str, line: int, label: str, pattern) -> list[Problem]:
+    if not isinstance(pattern, str) or not pattern:
+        return [Problem(path, line, f"{label}: pattern must be a non-empty regex")]
+    problems = [Problem(path, line, f"{label}: {why}") for rx, why in FORBIDDEN_REGEX if rx.search(pattern)]
+    stripped = pattern[4:] if pattern.startswith("(?i)") else pattern
+    if stripped.startswith("^") or stripped.endswith("$") or stripped.startswith(".*"):
+        problems.append(Problem(path, line, f"{label}: no ^/$ anchors or leading .* (lines carry prefixes)"))
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        problems.append(Problem(path, line, f"{label}: invalid regex: {exc}"))
+    return problems

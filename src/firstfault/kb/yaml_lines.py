@@ -1,0 +1,70 @@
+"""YAML loading that remembers line numbers and refuses duplicate keys."""
+from __future__ import annotations
+
+import yaml
+
+try:  # the C loader is several times faster; fall back when libyaml is absent
+    _BaseLoader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _BaseLoader = yaml.SafeLoader
+
+
+class LineDict(dict):
+    """A mapping that knows the line of each key (1-based) and of itself."""
+
+    line: int = 0
+    key_lines: dict
+
+
+class LineList(list):
+    line: int = 0
+    item_lines: list
+
+
+class DuplicateKey(Exception):
+    def __init__(self, key: str, line: int) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+        self.line = line
+
+
+class _LineLoader(_BaseLoader):
+    pass
+
+
+def _construct_mapping(loader, node, deep=False):
+    mapping = LineDict()
+    mapping.line = node.start_mark.line + 1
+    mapping.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in mapping:
+            raise DuplicateKey(str(key), key_node.start_mark.line + 1)
+        mapping[key] = loader.construct_object(value_node, deep=True)
+        mapping.key_lines[key] = key_node.start_mark.line + 1
+    return mapping
+
+
+def _construct_sequence(loader, node, deep=False):
+    items = LineList(loader.construct_object(child, deep=True) for child in node.value)
+    items.line = node.start_mark.line + 1
+    items.item_lines = [child.start_mark.line + 1 for child in node.value]
+    return items
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def load_with_lines(text: str):
+    """Parse YAML text; mappings are LineDict, sequences LineList. Raises yaml.YAMLError or DuplicateKey."""
+    return yaml.load(text, Loader=_LineLoader)
+
+
+def line_of(container, key) -> int | None:
+    """The line of `key` in a LineDict (or item index in a LineList), else the container's line."""
+    if isinstance(container, LineDict):
+        return container.key_lines.get(key, container.line)
+    if isinstance(container, LineList) and isinstance(key, int) and key < len(container.item_lines):
+        return container.item_lines[key]
+    return getattr(container, "line", None)
