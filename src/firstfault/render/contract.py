@@ -1,0 +1,88 @@
+"""The JSON contract of ../shared/CONTRACT.md: `firstfault.diagnosis/1`."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from ..model import Diagnosis, Evidence, Finding
+
+SCHEMA = "firstfault.diagnosis/1"
+
+
+def iso_time(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _evidence(evidence: Evidence) -> dict:
+    return {
+        "source": evidence.source,
+        "line": evidence.line,
+        "rank": evidence.rank,
+        "host": evidence.host,
+        "time": iso_time(evidence.time),
+        "text": evidence.text,
+        "failure_id": evidence.failure_id or None,
+        "signature": evidence.signature or None,
+        "role": evidence.role or None,
+    }
+
+
+def _collateral(finding: Finding) -> dict:
+    first = finding.evidence[0] if finding.evidence else None
+    return {
+        "failure_id": finding.failure_id,
+        "ranks": list(finding.ranks),
+        "hosts": list(finding.hosts),
+        "count": finding.count,
+        "summary": finding.message,
+        "first": _evidence(first) if first else None,
+    }
+
+
+def to_contract(diagnosis: Diagnosis) -> dict:
+    """The diagnosis as the JSON-ready dict the contract defines (plus documented extras)."""
+    primary = None
+    if diagnosis.primary is not None:
+        initiating = diagnosis.initiating
+        primary = {
+            "failure_id": diagnosis.primary.failure_id,
+            "confidence": round(diagnosis.primary.confidence, 3),
+            "summary": diagnosis.primary.message,
+            "initiating": {
+                "rank": initiating.rank if initiating else None,
+                "host": initiating.host if initiating else None,
+                "source": initiating.source if initiating else None,
+                "line": initiating.line if initiating else None,
+                "time": iso_time(initiating.time) if initiating else None,
+            },
+            "evidence": [_evidence(item) for item in diagnosis.primary.evidence],
+            "fix_values": dict(diagnosis.fix_values),
+        }
+    inputs = diagnosis.inputs
+    return {
+        "schema": SCHEMA,
+        "status": diagnosis.status,
+        "primary": primary,
+        "collateral": [_collateral(item) for item in diagnosis.collateral],
+        "candidates": [
+            {"failure_id": item.failure_id, "confidence": round(item.confidence, 3)}
+            for item in diagnosis.candidates
+        ],
+        "inputs": {
+            "files": list(inputs.files),
+            "lines": inputs.lines,
+            "bytes": inputs.bytes,
+            "ranks": list(inputs.ranks),
+            "hosts": list(inputs.hosts),
+            "skipped": [{"source": item.source, "reason": item.reason} for item in inputs.skipped],
+            "cross_file_order": "time" if inputs.timed else "uncertain",
+        },
+        "notes": list(diagnosis.notes),
+        "error_lines": [_evidence(item) for item in diagnosis.error_lines],
+    }
+
+
+def render(diagnosis: Diagnosis) -> str:
+    return json.dumps(to_contract(diagnosis), indent=2, ensure_ascii=False) + "\n"
