@@ -3,20 +3,131 @@
     diagnose_paths(["logs/"]) -> Diagnosis
     diagnose_texts([("rank0.log", b"...")]) -> Diagnosis      # pasted or uploaded, in memory
 
-Renderers (firstfault.render.*) turn the Diagnosis into text; nothing here prints.
+Renderers (firstfault.render.*) turn the Diagnosis into text; nothing here prints. Progress goes
+to an optional observer: any object with `file_started(item, index, total)` and
+`file_finished(scan)` methods.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from functools import lru_cache
 
-from .model import Diagnosis
+from .correlate import correlate
+from .correlate.ranks import hosts_seen, ranks_seen, resolve
+from .errors import InputError
+from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
+from .kb import load_knowledge_base
+from .kb.loader import KnowledgeBase
+from .mask import HostMasker
+from .match.context import CONTEXT_SIGNATURES
+from .match.scanner import FileScan, Scanner
+from .model import Diagnosis, Evidence, InputSummary, Skipped
+
+
+@lru_cache(maxsize=4)
+def _signatures(kb: KnowledgeBase) -> tuple:
+    return tuple(kb.signatures) + CONTEXT_SIGNATURES
+
+
+def scanner_for(kb: KnowledgeBase) -> Scanner:
+    """A fresh scanner (it keeps per-run state such as the reference year) over compiled patterns."""
+    return Scanner(list(_signatures(kb)))
 
 
 def diagnose_paths(paths: Sequence[str], *, mask_hosts: bool = False, observer=None, kb=None) -> Diagnosis:
     """Diagnose files, folders (recursive), globs, .gz files and '-' (stdin)."""
-    raise NotImplementedError("engine under construction")
+    inputs, skipped = expand_inputs(list(paths))
+    if not inputs:
+        reasons = "; ".join(f"{item.source}: {item.reason}" for item in skipped) or "nothing given"
+        raise InputError(f"no readable input ({reasons})", "give log files, folders, globs or '-' for stdin")
+    return _diagnose(inputs, skipped, mask_hosts=mask_hosts, observer=observer, kb=kb)
 
 
 def diagnose_texts(named_texts: Iterable[tuple[str, bytes | str]], *, mask_hosts: bool = False, observer=None, kb=None) -> Diagnosis:
     """Diagnose in-memory logs given as (name, content) pairs; names play the role of file paths."""
-    raise NotImplementedError("engine under construction")
+    inputs = in_memory_inputs(named_texts)
+    if not inputs:
+        raise InputError("no log given", "paste a log or upload files")
+    return _diagnose(inputs, [], mask_hosts=mask_hosts, observer=observer, kb=kb)
+
+
+def scan_inputs(inputs: list[InputFile], kb: KnowledgeBase, observer=None) -> list[FileScan]:
+    scanner = scanner_for(kb)
+    scans = []
+    for index, item in enumerate(inputs):
+        if observer is not None:
+            observer.file_started(item, index, len(inputs))
+        scan = scanner.scan(item)
+        if observer is not None:
+            observer.file_finished(scan)
+        scans.append(scan)
+    return scans
+
+
+def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bool, observer, kb) -> Diagnosis:
+    kb = kb or load_knowledge_base()
+    scans = scan_inputs(inputs, kb, observer)
+    return diagnose_scans(scans, skipped, mask_hosts=mask_hosts)
+
+
+def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_hosts: bool = False) -> Diagnosis:
+    """Correlate what the scans found into one Diagnosis."""
+    read = [scan for scan in scans if not scan.error]
+    all_skipped = list(skipped) + [Skipped(scan.input.display, scan.error) for scan in scans if scan.error]
+    all_skipped += [Skipped(scan.input.display, note) for scan in read for note in _partial_notes(scan)]
+    if not read:
+        reasons = "; ".join(f"{item.source}: {item.reason}" for item in all_skipped)
+        raise InputError(f"no readable input ({reasons})", "check the paths; binary or empty files are skipped")
+    matches = resolve(read)
+    summary = InputSummary(
+        files=tuple(scan.input.display for scan in read),
+        lines=sum(scan.stats.lines for scan in read),
+        bytes=sum(scan.stats.bytes for scan in read),
+        ranks=tuple(ranks_seen(read, matches)),
+        hosts=tuple(hosts_seen(read, matches)),
+        skipped=tuple(all_skipped),
+        timed=all(scan.last_time is not None for scan in read),
+    )
+    single_process = not summary.ranks and len(read) >= 1
+    diagnosis = correlate(matches, summary, single_process)
+    return _mask_hosts(diagnosis) if mask_hosts else diagnosis
+
+
+def _partial_notes(scan: FileScan) -> list[str]:
+    notes = []
+    if scan.stats.truncated:
+        notes.append(f"partly read: {scan.stats.truncated}")
+    if scan.stats.long_lines:
+        notes.append(f"{scan.stats.long_lines} line(s) longer than 64 KiB were cut to their first 64 KiB")
+    if scan.stats.invalid_utf8:
+        notes.append("not valid UTF-8: undecodable bytes were replaced")
+    return notes
+
+
+def _mask_hosts(diagnosis: Diagnosis) -> Diagnosis:
+    """Replace host names and IPs everywhere in the diagnosis by stable pseudonyms."""
+    masker = HostMasker()
+    hosts = set(diagnosis.inputs.hosts)
+
+    def evidence(item: Evidence | None) -> Evidence | None:
+        if item is None:
+            return None
+        return replace(item, host=masker.pseudonym(item.host) if item.host else None,
+                       text=masker.mask_text(item.text, hosts))
+
+    def finding(item):
+        if item is None:
+            return None
+        return replace(item, evidence=tuple(evidence(e) for e in item.evidence),
+                       hosts=tuple(masker.pseudonym(h) for h in item.hosts),
+                       message=masker.mask_text(item.message, hosts))
+
+    fix_values = {key: masker.mask_text(str(value), hosts) if isinstance(value, str) else value
+                  for key, value in diagnosis.fix_values.items()}
+    inputs = replace(diagnosis.inputs, hosts=tuple(masker.pseudonym(h) for h in diagnosis.inputs.hosts))
+    return replace(
+        diagnosis, primary=finding(diagnosis.primary), initiating=evidence(diagnosis.initiating),
+        collateral=tuple(finding(item) for item in diagnosis.collateral), inputs=inputs,
+        error_lines=tuple(evidence(e) for e in diagnosis.error_lines), fix_values=fix_values,
+    )

@@ -18,7 +18,8 @@ ENTRIES_DIR = Path(__file__).parent / "entries"
 class KnowledgeBase:
     """All entries, by id, with redirects for renamed ids."""
 
-    def __init__(self, entries: list[Entry]) -> None:
+    def __init__(self, entries: list[Entry], problems: list[Problem] = ()) -> None:
+        self.problems = list(problems)
         self.entries = sorted(entries, key=lambda entry: (entry.category, entry.id))
         self._by_id = {entry.id: entry for entry in self.entries}
         self._redirects = {
@@ -166,9 +167,12 @@ def check_entries(root: Path = ENTRIES_DIR) -> tuple[list[Entry], list[Problem]]
 
 
 @lru_cache(maxsize=4)
-def load_knowledge_base(root: Path = ENTRIES_DIR) -> KnowledgeBase:
-    """The validated knowledge base; raises KnowledgeBaseError listing every problem."""
+def load_knowledge_base(root: Path = ENTRIES_DIR, strict: bool = False) -> KnowledgeBase:
+    """The knowledge base. Strict: raise KnowledgeBaseError listing every problem. Otherwise the
+    valid entries are used and `kb.problems` lists what was left out (`firstfault kb check`)."""
     entries, problems = check_entries(root)
-    if problems:
+    if problems and strict:
         raise KnowledgeBaseError(problems)
-    return KnowledgeBase(entries)
+    if not entries:
+        raise KnowledgeBaseError(problems or [Problem(str(root), None, "no entries")])
+    return KnowledgeBase(entries, problems)

@@ -1,0 +1,65 @@
+"""`firstfault diagnose PATH...`: the main job."""
+from __future__ import annotations
+
+import os
+import sys
+
+FORMATS = ("terminal", "json", "markdown")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "diagnose", help="find the first fault in the logs of a failed run",
+        description="Read log files, folders (recursive), globs, .gz files or '-' (stdin) and name the "
+                    "first fault, where it started, what is only collateral, and the fix. "
+                    "Exit status: 0 healthy, 1 failure found, 2 tool error.",
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="log files, folders, globs, or - for stdin")
+    parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format (default: terminal)")
+    parser.add_argument("--mask-hosts", action="store_true", help="replace host names and IPs by stable pseudonyms")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in terminal output")
+    parser.set_defaults(func=run)
+
+
+def use_color(choice: str, stream) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def render(diagnosis, kb, output_format: str, color: bool = False) -> str:
+    if output_format == "json":
+        from ..render.contract import render as render_json
+
+        return render_json(diagnosis)
+    if output_format == "markdown":
+        from ..render.markdown import render as render_markdown
+
+        return render_markdown(diagnosis, kb)
+    from ..render.terminal import TerminalReport
+
+    return TerminalReport(kb, color=color).render(diagnosis)
+
+
+def exit_status(diagnosis) -> int:
+    return 0 if diagnosis.status == "healthy" else 1
+
+
+def run(args) -> int:
+    from ..kb import load_knowledge_base
+    from ..pipeline import diagnose_paths
+    from ..progress import ProgressObserver
+
+    kb = load_knowledge_base()
+    if kb.problems:
+        print(f"firstfault: warning: {len(kb.problems)} knowledge-base problem(s); affected entries are left out "
+              "(run `firstfault kb check`)", file=sys.stderr)
+    observer = ProgressObserver(sys.stderr)
+    diagnosis = diagnose_paths(args.paths, mask_hosts=args.mask_hosts, observer=observer, kb=kb)
+    observer.close()
+    for item in diagnosis.inputs.skipped:
+        print(f"firstfault: skipped {item.source}: {item.reason}", file=sys.stderr)
+    sys.stdout.write(render(diagnosis, kb, args.format, use_color(args.color, sys.stdout)))
+    return exit_status(diagnosis)

@@ -1,0 +1,62 @@
+"""`firstfault serve`: the web interface and JSON API on a local port."""
+from __future__ import annotations
+
+import ipaddress
+import sys
+
+LOOPBACK_NAMES = ("localhost",)
+
+
+def register(subparsers) -> None:
+    serve = subparsers.add_parser(
+        "serve",
+        help="run the web interface and JSON API",
+        description="Serve the web interface: diagnose pasted or uploaded logs, browse the encyclopedia, "
+        "keep a history of masked diagnoses. There is no authentication: keep it on 127.0.0.1.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    serve.add_argument("--db", metavar="PATH", help="history database file (default: history.sqlite3 in the user data directory)")
+    serve.add_argument("--no-history", action="store_true", help="keep no history of diagnoses")
+    serve.set_defaults(func=run_serve)
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def run_serve(args) -> int:
+    from ..web import INSTALL_HINT, missing_requirements
+
+    missing = missing_requirements()
+    if missing:
+        print(f"firstfault: error: the web interface needs {', '.join(missing)}", file=sys.stderr)
+        print(f"hint: {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    if not 0 < args.port < 65536:
+        print(f"firstfault: error: --port {args.port} is not a port number", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    from ..history import default_path
+    from ..web.app import create_app
+
+    loopback = is_loopback(args.host)
+    if not loopback:
+        print(
+            f"firstfault: warning: listening on {args.host}: there is no authentication, anyone who can reach "
+            "this port can submit logs and read the history; use --host 127.0.0.1 unless you trust the network",
+            file=sys.stderr,
+        )
+    db = None if args.no_history else (args.db or str(default_path()))
+    allowed = ("127.0.0.1", "localhost", "[::1]") if loopback else None  # refuse DNS-rebinding names
+    app = create_app(db_path=db, history=not args.no_history, allowed_hosts=allowed)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"firstfault: serving on http://{shown}:{args.port}/ (history: {db or 'off'}); Ctrl-C stops", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", server_header=False)
+    return 0

@@ -1,0 +1,104 @@
+"""When only timeouts are printed: who never arrived, and why.
+
+Looks at which collective each rank was in when it timed out (traceback frames, NCCL OpType /
+SeqNum captures), which ranks timed out, which were only disconnected, and which were silent.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from ..model import Match
+
+TIMEOUT_ENTRY = "collective-timeout-peer-crash"
+BACKWARD_OPS = {"_engine_run_backward", "run_backward", "backward"}
+_DISCONNECT_WORDS = ("closed by peer", "reset by peer", "Connection closed", "Broken pipe", "Connection reset")
+
+
+@dataclass(frozen=True)
+class HangVerdict:
+    failure_id: str
+    rank: int | None
+    reason: str
+    evidence: Match | None
+
+
+def _op_for(timeout: Match, frames: list[Match]) -> str | None:
+    if timeout.captures.get("op"):
+        return timeout.captures["op"].lower()
+    origin = timeout.line.origin
+    before = [frame for frame in frames
+              if frame.line.origin.source == origin.source and frame.line.origin.rank == origin.rank
+              and 0 <= origin.line - frame.line.origin.line <= 60]
+    if not before:
+        return None
+    return before[-1].captures.get("op")
+
+
+def _is_disconnect(match: Match) -> bool:
+    return any(word in match.line.text for word in _DISCONNECT_WORDS)
+
+
+def analyse(collateral: list[Match], frames: list[Match], ranks: list[int]) -> HangVerdict | None:
+    """A verdict for a failure that shows only collective timeouts / disconnects, or None."""
+    timeouts = [match for match in collateral if match.entry_id == TIMEOUT_ENTRY and not _is_disconnect(match)]
+    if not timeouts:
+        return None
+    first_by_rank: dict[int | None, Match] = {}
+    for match in timeouts:
+        first_by_rank.setdefault(match.line.origin.rank, match)
+    ops = {rank: _op_for(match, frames) for rank, match in first_by_rank.items()}
+    known_ops = {rank: op for rank, op in ops.items() if op}
+    silent = _silent_by_sequence(timeouts)
+    if silent is not None:
+        return HangVerdict("collective-timeout-straggler", silent, "its collective sequence number is behind the others'", first_by_rank.get(silent))
+    if len(set(known_ops.values())) > 1:
+        return _different_collectives(known_ops, ranks, first_by_rank)
+    timed_out = {rank for rank in first_by_rank if rank is not None}
+    missing = [rank for rank in ranks if rank not in timed_out]
+    disconnected = {match.line.origin.rank for match in collateral if _is_disconnect(match)}
+    if len(timed_out) == 1 and disconnected - timed_out:
+        rank = next(iter(timed_out))
+        op = known_ops.get(rank)
+        if op == "barrier":
+            return HangVerdict("uneven-batches-hang", rank, f"rank {rank} waited alone in {op} while the others were still training", first_by_rank[rank])
+    silent_ranks = [rank for rank in missing if rank not in disconnected]
+    if len(silent_ranks) == 1 and timed_out:
+        rank = silent_ranks[0]
+        return HangVerdict("collective-timeout-straggler", rank, f"rank {rank} never joined the collective the others timed out in", None)
+    return HangVerdict("collective-timeout-straggler", None, "every rank timed out in the same collective; the logs do not show who was late", timeouts[0])
+
+
+def _different_collectives(known_ops: dict, ranks: list[int], first_by_rank: dict) -> HangVerdict:
+    groups: dict[str, list] = defaultdict(list)
+    for rank, op in known_ops.items():
+        groups[op].append(rank)
+    counts = Counter({op: len(members) for op, members in groups.items()})
+    minority_op, minority_size = counts.most_common()[-1]
+    majority_op = counts.most_common(1)[0][0]
+    minority = groups[minority_op]
+    single = minority[0] if minority_size == 1 and counts[majority_op] > 1 else None
+    if minority_op == "barrier" and majority_op in BACKWARD_OPS:
+        return HangVerdict("uneven-batches-hang", single, f"ranks {sorted(minority)} reached the end-of-epoch barrier while the others were still in the backward all-reduce", first_by_rank.get(single))
+    described = "; ".join(f"{op}: ranks {sorted(members)}" for op, members in sorted(groups.items()))
+    return HangVerdict("collective-mismatch", single, f"ranks were in different collectives ({described})", first_by_rank.get(single) or next(iter(first_by_rank.values())))
+
+
+def _silent_by_sequence(timeouts: list[Match]) -> int | None:
+    """NCCL: the rank whose last enqueued collective is behind the SeqNum the others wait in."""
+    waiting: dict[int, int] = {}
+    enqueued: dict[int, int] = {}
+    for match in timeouts:
+        rank = match.line.origin.rank
+        if rank is None:
+            continue
+        if "seq" in match.captures:
+            waiting[rank] = max(waiting.get(rank, 0), int(match.captures["seq"]))
+        if "enqueued" in match.captures:
+            enqueued[rank] = int(match.captures["enqueued"])
+    progress = {**waiting, **enqueued}
+    if len(progress) < 2:
+        return None
+    highest = max(progress.values())
+    behind = [rank for rank, value in progress.items() if value < highest]
+    return behind[0] if len(behind) == 1 else None

@@ -1,0 +1,155 @@
+"""Matches -> one Diagnosis: the first fault, where it started, and what is only collateral.
+
+A pure function of its inputs: no I/O, no knowledge of files beyond the matches' origins.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..match.context import FAILURE_SIGNATURES, FRAME_SIGNATURES
+from ..model import Diagnosis, Evidence, Finding, InputSummary, Match
+from .events import Incident, incidents, line_winners, time_key
+from .hangs import analyse
+
+SPECIFICITY_MARGIN = 0.35  # an incident this much weaker than the strongest one is not the primary
+EVIDENCE_LINES = 8
+
+
+def evidence_of(match: Match) -> Evidence:
+    origin = match.line.origin
+    signature = match.signature
+    return Evidence(origin.source, origin.line, origin.rank, origin.host, origin.time, match.line.text,
+                    signature.entry_id, signature.name, signature.role)
+
+
+def correlate(matches: list[Match], inputs: InputSummary, single_process: bool) -> Diagnosis:
+    winners = line_winners(matches)
+    roots = incidents(winners, ("root",))
+    notes: list[str] = []
+    primary, initiating_match, reason = _choose_primary(roots, winners, matches, list(inputs.ranks))
+    if reason:
+        notes.append(reason)
+    if primary is None:
+        return _no_primary(winners, matches, inputs, notes)
+    initiating = evidence_of(initiating_match)
+    if initiating.rank is None and single_process:
+        initiating = Evidence(**{**initiating.__dict__, "rank": 0})
+    if not inputs.timed and len(inputs.files) > 1 and len({m.line.origin.source for m in winners}) > 1:
+        notes.append("some files carry no timestamps: the order across files is uncertain, so the first fault is judged by file order there")
+    primary_finding = _finding(primary, [m for m in winners if m.entry_id == primary], initiating_match)
+    collateral = _collateral(winners, primary, initiating_match)
+    candidates = _candidates(winners, primary_finding)
+    fix_values = _fix_values(initiating_match, primary_finding)
+    return Diagnosis("failure", primary_finding, initiating, tuple(collateral), tuple(candidates), inputs,
+                     tuple(notes), (), fix_values)
+
+
+def _choose_primary(roots: list[Incident], winners: list[Match], matches: list[Match], ranks: list[int]):
+    """(failure_id, initiating match, note) or (None, None, note)."""
+    if roots:
+        strongest = max(incident.weight for incident in roots)
+        eligible = [incident for incident in roots if incident.weight >= strongest - SPECIFICITY_MARGIN]
+        first = eligible[0]
+        return first.failure_id, first.strongest, ""
+    symptoms = [match for match in winners if match.role == "symptom"]
+    if symptoms:
+        best = max(match.signature.weight for match in symptoms)
+        chosen = min((m for m in symptoms if m.signature.weight >= best - 0.1), key=time_key)
+        return chosen.entry_id, chosen, ""
+    collateral = [match for match in winners if match.role == "collateral"]
+    frames = [match for match in matches if match.signature.name in FRAME_SIGNATURES]
+    verdict = analyse(collateral, frames, ranks)
+    if verdict is None:
+        return None, None, ""
+    anchor = verdict.evidence or min(collateral, key=time_key)
+    if verdict.rank is not None and anchor.line.origin.rank != verdict.rank:
+        anchor = _with_rank(anchor, verdict.rank)
+    return verdict.failure_id, anchor, f"only collective timeouts were printed: {verdict.reason}"
+
+
+def _with_rank(match: Match, rank: int) -> Match:
+    from dataclasses import replace
+
+    origin = replace(match.line.origin, rank=rank)
+    return replace(match, line=replace(match.line, origin=origin))
+
+
+def _finding(failure_id: str, own: list[Match], initiating: Match) -> Finding:
+    ordered = sorted(own, key=time_key)
+    if initiating not in ordered:
+        ordered.insert(0, initiating)
+    else:
+        ordered.remove(initiating)
+        ordered.insert(0, initiating)
+    weights = [m.signature.weight for m in own if m.role != "collateral"] or [initiating.signature.weight]
+    confidence = min(0.99, max(weights) + 0.05 * min(len({m.line.origin.rank for m in own}), 1))
+    ranks = sorted({m.line.origin.rank for m in own if m.line.origin.rank is not None})
+    hosts = sorted({m.line.origin.host for m in own if m.line.origin.host})
+    message = _fill(initiating.signature.message, initiating)
+    return Finding(failure_id, confidence, tuple(evidence_of(m) for m in ordered[:EVIDENCE_LINES]),
+                   tuple(ranks), tuple(hosts), len(own), message)
+
+
+def _fill(template: str, match: Match) -> str:
+    if not template:
+        return ""
+    values = {"rank": match.line.origin.rank, "host": match.line.origin.host, **match.captures}
+    text = template
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", str(value) if value is not None else f"<{key}>")
+    return text
+
+
+def _collateral(winners: list[Match], primary: str, initiating: Match) -> list[Finding]:
+    groups: dict[tuple[str, str], list[Match]] = defaultdict(list)
+    for match in winners:
+        if match is initiating or (match.entry_id == primary and match.role != "collateral"):
+            continue
+        groups[(match.entry_id, match.signature.name)].append(match)
+    findings = []
+    for (entry_id, _name), members in groups.items():
+        members.sort(key=time_key)
+        ranks = sorted({m.line.origin.rank for m in members if m.line.origin.rank is not None})
+        hosts = sorted({m.line.origin.host for m in members if m.line.origin.host})
+        first = members[0]
+        summary = _collateral_summary(first, ranks, len(members))
+        findings.append(Finding(entry_id, first.signature.weight, (evidence_of(first),), tuple(ranks), tuple(hosts), len(members), summary))
+    return sorted(findings, key=lambda finding: (-len(finding.ranks), -finding.count))
+
+
+def _collateral_summary(first: Match, ranks: list[int], count: int) -> str:
+    who = f"{len(ranks)} rank{'s' if len(ranks) != 1 else ''}" if ranks else f"{count} line{'s' if count != 1 else ''}"
+    detail = _fill(first.signature.message, first) or first.signature.name.replace("-", " ")
+    return f"{who}: {detail}"
+
+
+def _candidates(winners: list[Match], primary: Finding) -> list[Finding]:
+    best: dict[str, float] = {}
+    for match in winners:
+        if match.role == "collateral" or match.entry_id == primary.failure_id:
+            continue
+        best[match.entry_id] = max(best.get(match.entry_id, 0.0), match.signature.weight * 0.9)
+    others = [Finding(entry_id, min(weight, primary.confidence - 0.01)) for entry_id, weight in best.items()]
+    others.sort(key=lambda finding: -finding.confidence)
+    return [Finding(primary.failure_id, primary.confidence), *others]
+
+
+def _fix_values(initiating: Match, primary: Finding) -> dict:
+    origin = initiating.line.origin
+    values = {key: value for key, value in initiating.captures.items()}
+    if origin.rank is not None:
+        values["rank"] = origin.rank
+    if origin.host:
+        values["host"] = origin.host
+    return values
+
+
+def _no_primary(winners: list[Match], matches: list[Match], inputs: InputSummary, notes: list[str]) -> Diagnosis:
+    failure_signs = [m for m in matches if m.signature.name in FAILURE_SIGNATURES and m.signature.name != "failed-word"]
+    collateral = [m for m in winners if m.role == "collateral"]
+    if not failure_signs and not collateral:
+        return Diagnosis("healthy", None, None, (), (), inputs, tuple(notes))
+    lines = sorted([*collateral, *failure_signs], key=time_key)[:EVIDENCE_LINES]
+    notes.append("something failed, but no knowledge-base entry explains it: the lines below are the most likely errors")
+    return Diagnosis("unknown", None, None, tuple(_collateral(winners, "", None)), (), inputs, tuple(notes),
+                     tuple(evidence_of(m) for m in lines))

@@ -1,0 +1,144 @@
+"""Who wrote a line: rank, local rank and host, from line prefixes and from file paths.
+
+Line prefixes (they nest, outermost first): `srun --label` (`3: `), pdsh/DeepSpeed host
+(`node-7: `), torchrun `--tee` (`[default3]:` = role + LOCAL rank), the c10d excepthook
+(`[rank3]:` = GLOBAL rank), Ray actor prefixes (`(RayTrainWorker pid=12, ip=10.0.0.5)`), NCCL
+(`host:pid:tid [local_rank] NCCL INFO`), syslog (`Dec  2 16:46:31 host kernel:`).
+Paths: `rank3.log`, `rank-03.err`, `worker-3`, `*_rank_3_*`, `node1.log`, torchrun `--log-dir`
+(`attempt_N/<local_rank>/stderr.log`), host-named folders and files.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+
+_SRUN = re.compile(r"\s{0,3}(\d{1,5}): ")
+_HOST = re.compile(r"([A-Za-z][A-Za-z0-9_.-]*\d[A-Za-z0-9_.-]*|\d{1,3}(?:\.\d{1,3}){3}): ")
+_GLOBAL = re.compile(r"\[rank(\d{1,6})\]:")
+_LOCAL = re.compile(r"\[([A-Za-z_][A-Za-z_-]*?)(\d{1,4})\]:")
+_RAY = re.compile(r"\((?:[A-Za-z_][\w.]* )?pid=\d+(?:, ip=(?P<ip>[\d.]+))?\)\s?")
+_NCCL = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d{1,3})\] NCCL ")
+_SYSLOG_HOST = re.compile(
+    r"(?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-][\d:]+)?) (\S+) (?:kernel|slurmd|slurmstepd|systemd)")
+_RANK_IN_TEXT = re.compile(r"\b[Rr]ank[ =:](\d{1,6})\b")
+
+# Words that look like host prefixes (letters + digits + colon) but are not hosts.
+_NOT_HOSTS = re.compile(r"(?i)(?:epoch|step|iter|iteration|layer|rank|gpu|cuda|loss|node|worker|batch|e\d{4}|[iwef]\d{4})\d*")
+
+_FILE_RANK = (
+    re.compile(r"(?i)(?:^|[_.-])rank[_-]?0*(\d{1,6})(?:[_.-]|$)"),
+    re.compile(r"(?i)^(?:worker|proc|process|task|gpu)[_-]?0*(\d{1,6})(?:[_.-]|$)"),
+)
+_FILE_NODE = re.compile(r"(?i)^node[_-]?0*(\d{1,5})(?:[_.-]|$)")
+_HOST_COMPONENT = re.compile(r"(?i)(?:^|[_-])((?:[a-z][a-z0-9]*-)+[a-z0-9]*\d[a-z0-9]*|\d{1,3}(?:\.\d{1,3}){3})$")
+_HOSTLESS_WORDS = re.compile(r"(?i)^(?:logs?|outputs?|attempt_\d+|rank.*|node.*|worker.*|torchelastic|default|none_.*|run.*|job.*|slurm.*|train.*|stdout|stderr|console)$")
+
+
+@dataclass(frozen=True)
+class LinePrefix:
+    """What a line's prefixes say; `offset` is where the message starts."""
+
+    rank: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+    task: int | None = None
+    offset: int = 0
+
+
+def parse_prefix(line: str) -> LinePrefix:
+    """Peel the nested launcher prefixes off the start of a line."""
+    rank = local_rank = task = None
+    host = None
+    position = 0
+    for _ in range(6):
+        match = _SRUN.match(line, position)
+        if match and task is None and rank is None:
+            task = int(match.group(1))
+            position = match.end()
+            continue
+        match = _GLOBAL.match(line, position)
+        if match:
+            rank = int(match.group(1))
+            position = match.end()
+            continue
+        match = _LOCAL.match(line, position)
+        if match and match.group(1) != "rank":
+            local_rank = int(match.group(2))
+            position = match.end()
+            continue
+        match = _RAY.match(line, position)
+        if match:
+            host = match.group("ip") or host
+            position = match.end()
+            continue
+        match = _HOST.match(line, position)
+        if match and host is None and not _NOT_HOSTS.fullmatch(match.group(1)):
+            host = match.group(1)
+            position = match.end()
+            continue
+        break
+    match = _NCCL.match(line, position)
+    if match:
+        host = host or match.group(1)
+        local_rank = int(match.group(4)) if local_rank is None else local_rank
+    elif host is None:
+        match = _SYSLOG_HOST.search(line, position, position + 80)
+        if match:
+            host = match.group(1)
+    if rank is None and task is not None:
+        rank = task  # srun --label prints the task id, which is the global rank under srun
+    return LinePrefix(rank=rank, local_rank=local_rank, host=host, task=task, offset=position)
+
+
+@dataclass(frozen=True)
+class PathHints:
+    """What a file's path says about who wrote it."""
+
+    rank: int | None = None
+    local_rank: int | None = None
+    node_rank: int | None = None
+    host: str | None = None
+    launcher_attempt: int | None = None
+
+
+def hints_from_path(relative: str) -> PathHints:
+    """Read rank / node / host hints from a path relative to the input the user named."""
+    parts = PurePath(relative).parts
+    stem = PurePath(relative).name.split(".")[0] if parts else ""
+    rank = _rank_from_name(PurePath(relative).name)
+    local_rank = attempt = None
+    if len(parts) >= 3 and re.fullmatch(r"attempt_\d+", parts[-3]) and parts[-2].isdigit():
+        attempt = int(parts[-3].split("_")[1])
+        local_rank = int(parts[-2])  # torchrun --log-dir: attempt_N/<local_rank>/stderr.log
+    node = _FILE_NODE.match(stem)
+    return PathHints(
+        rank=rank, local_rank=local_rank, node_rank=int(node.group(1)) if node else None,
+        host=_host_from_parts(parts), launcher_attempt=attempt,
+    )
+
+
+def _rank_from_name(name: str) -> int | None:
+    stem = name.split(".")[0]
+    for pattern in _FILE_RANK:
+        match = pattern.search(stem)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def _host_from_parts(parts: tuple[str, ...]) -> str | None:
+    for part in reversed(parts):
+        stem = part.split(".txt")[0].split(".log")[0]
+        if _HOSTLESS_WORDS.match(stem):
+            continue
+        match = _HOST_COMPONENT.search(stem)
+        if match:
+            return match.group(1)
+    return None
+
+
+def rank_mentioned(text: str) -> int | None:
+    """A rank named in the message itself ("rank 3", "Rank=3"), used as a last resort."""
+    match = _RANK_IN_TEXT.search(text)
+    return int(match.group(1)) if match else None

@@ -1,0 +1,126 @@
+"""How a run's logs are captured: one launch plan per layout.
+
+A plan is a list of processes (command, environment, where its console goes); the runner starts
+them, bounds them in time and keeps the files. The layouts are the ways people keep training logs:
+
+- `tee`: one `torchrun --tee 3` console, every worker line prefixed `[default<local_rank>]:`;
+- `logdir`: `torchrun --log-dir DIR -r 3`: per-rank `DIR/<run_id>/attempt_0/<local_rank>/{stdout,stderr}.log`
+  plus the agent's own console;
+- `twonode`: two torchrun agents as two "nodes" (`--nnodes 2 --node-rank K`, c10d rendezvous,
+  role `trainer`), each agent's console in `node<K>.log`;
+- `plain`: one process per rank started by a shell line with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT,
+  its output redirected to `rank<R>.log`; no launcher, no prefixes.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LAYOUTS = ("tee", "logdir", "twonode", "plain")
+
+LAYOUT_HELP = {
+    "tee": "combined torchrun console (--tee 3), lines prefixed [default<local_rank>]:",
+    "logdir": "torchrun --log-dir: per-rank stdout.log/stderr.log plus the launcher console",
+    "twonode": "two torchrun agents as two nodes (--nnodes 2, c10d rendezvous), node<K>.log each",
+    "plain": "per-rank python processes with RANK/WORLD_SIZE env, output redirected to rank<R>.log",
+}
+
+
+@dataclass
+class Process:
+    """One process the runner starts: a torchrun agent or a rank."""
+
+    name: str  # agent0, agent1, rank3
+    command: list[str]
+    log_file: Path  # stdout and stderr together, as a console or `> file 2>&1` would keep them
+    env: dict = field(default_factory=dict)
+    node: int | None = None  # the node of a two-node agent
+    rank: int | None = None  # the global rank of a plain process
+
+
+@dataclass
+class LaunchPlan:
+    layout: str
+    processes: list[Process]
+    description: str
+
+
+def _torchrun(python: str) -> list[str]:
+    return [python, "-m", "torch.distributed.run"]
+
+
+def plan_launch(
+    layout: str,
+    *,
+    world_size: int,
+    script: str,
+    script_args: list[str],
+    logs_dir: Path,
+    port: int,
+    python: str = sys.executable,
+    skip_node: int | None = None,
+    skip_rank: int | None = None,
+    rdzv_timeout: float | None = None,
+) -> LaunchPlan:
+    """The processes that run `script` with `world_size` ranks in `layout`, writing under `logs_dir`."""
+    if layout == "tee":
+        command = _torchrun(python) + [
+            "--nproc-per-node", str(world_size), "--master-addr", "127.0.0.1", "--master-port", str(port),
+            "--tee", "3", script, *script_args,
+        ]
+        return LaunchPlan(layout, [Process("agent0", command, logs_dir / "console.log")],
+                          f"torchrun --nproc-per-node {world_size} --master-addr 127.0.0.1 --master-port P --tee 3; "
+                          "the combined console in logs/console.log")
+    if layout == "logdir":
+        command = _torchrun(python) + [
+            "--nproc-per-node", str(world_size), "--master-addr", "127.0.0.1", "--master-port", str(port),
+            "--log-dir", str(logs_dir / "torchelastic"), "-r", "3", script, *script_args,
+        ]
+        return LaunchPlan(layout, [Process("agent0", command, logs_dir / "launcher.log")],
+                          f"torchrun --nproc-per-node {world_size} --log-dir logs/torchelastic -r 3; per-rank files under "
+                          "logs/torchelastic/<run_id>/attempt_0/<local_rank>/, the agent's console in logs/launcher.log")
+    if layout == "twonode":
+        if world_size % 2:
+            raise ValueError("the twonode layout needs an even world size")
+        per_node = world_size // 2
+        rdzv_conf = ["--rdzv-conf", f"join_timeout={int(rdzv_timeout)}"] if rdzv_timeout else []
+        processes = []
+        for node in range(2):
+            if node == skip_node:
+                continue
+            command = _torchrun(python) + [
+                "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", str(per_node),
+                "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "lab-job",
+                *rdzv_conf, "--role", "trainer", "--tee", "3", script, *script_args,
+            ]
+            processes.append(Process(f"agent{node}", command, logs_dir / f"node{node}.log", node=node))
+        return LaunchPlan(layout, processes,
+                          f"two torchrun agents on one machine as two nodes: --nnodes 2 --node-rank K --nproc-per-node "
+                          f"{per_node} --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:P --role trainer --tee 3; each "
+                          "agent's console in logs/node<K>.log (prefixes [trainer<local_rank>]: are local ranks)")
+    if layout == "plain":
+        processes = []
+        for rank in range(world_size):
+            if rank == skip_rank:
+                continue
+            env = {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
+                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+            # Through a shell without exec, as a launch script would: the shell reports a killed child.
+            line = " ".join(shlex.quote(part) for part in [python, script, *script_args])
+            processes.append(Process(f"rank{rank}", ["bash", "-c", line], logs_dir / f"rank{rank}.log", env=env, rank=rank))
+        return LaunchPlan(layout, processes,
+                          "one shell line per rank with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set, "
+                          "output redirected to logs/rank<R>.log (no prefixes; the rank is only in the file name)")
+    raise ValueError(f"unknown layout {layout!r}; choose from {', '.join(LAYOUTS)}")
+
+
+def base_env() -> dict:
+    """The environment every process gets: ours, minus anything that would change torch's behaviour."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("TORCH_", "NCCL_", "GLOO_", "MASTER_", "PYTORCH_"))
+           and key not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env

@@ -1,0 +1,309 @@
+"""Run one scenario for real and keep it as a labelled case (case.yaml + logs/).
+
+    run = run_scenario(get("straggler"), out_dir=Path("cases/straggler"), layout="plain", world_size=3)
+    contract = diagnose_case(run.out_dir)      # the engine's answer, as the JSON contract
+    problems = judge(contract, run.expect)     # [] when the diagnosis matches the injected truth
+
+Every process runs in its own session and has a hard wall-clock limit: at the deadline the whole
+process group is killed. Progress goes to `observer` (a callable taking one line), never to print.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .layouts import LAYOUT_HELP, LaunchPlan, Process, base_env, plan_launch
+from .scenarios import Scenario
+
+SCRIPT = str(Path(__file__).with_name("train.py"))
+RANK_INFO_ENV = "RANK_INFO_DIR"  # train.py writes the node of each rank there (truth for twonode runs)
+
+
+class LabError(Exception):
+    """A scenario cannot run as asked (bad layout, world size or rank)."""
+
+
+@dataclass
+class LabRun:
+    scenario: Scenario
+    layout: str
+    world_size: int
+    rank: int
+    second_rank: int | None
+    fixed: bool
+    out_dir: Path
+    expect: dict
+    exit_codes: dict = field(default_factory=dict)
+    actions: list = field(default_factory=list)  # what the driver did, for the notes
+    timed_out: bool = False
+    seconds: float = 0.0
+
+    @property
+    def case_id(self) -> str:
+        return self.out_dir.name
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def choose(scenario: Scenario, layout: str | None, world_size: int | None, rank: int | None) -> tuple[str, int, int, int | None]:
+    """Fill defaults and check that the scenario can run this way."""
+    layout = layout or scenario.default_layout
+    world_size = world_size or scenario.default_world_size
+    rank = scenario.default_rank if rank is None else rank
+    if layout not in scenario.layouts:
+        raise LabError(f"scenario {scenario.name} runs in layouts {', '.join(scenario.layouts)}, not {layout}")
+    if layout == "twonode" and world_size % 2:
+        raise LabError("the twonode layout needs an even --world-size")
+    second_rank = None
+    if "{second_rank}" in " ".join(scenario.train_args):
+        if world_size < 3:
+            raise LabError(f"scenario {scenario.name} needs --world-size 3 or more")
+        second_rank = (rank + 2) % world_size
+    if not 2 <= world_size <= 16:
+        raise LabError("--world-size must be between 2 and 16")
+    if not 0 <= rank < world_size:
+        raise LabError(f"--rank must be between 0 and {world_size - 1}")
+    return layout, world_size, rank, second_rank
+
+
+def expected_truth(scenario: Scenario, *, world_size: int, rank: int, second_rank: int | None,
+                   fixed: bool, node_of_rank: dict[int, int]) -> dict:
+    """The case's `expect:` block, from the injection alone."""
+    if fixed:
+        return {"class": "healthy", "also_acceptable": [], "initiating_rank": None,
+                "initiating_host": None, "collateral_ranks": []}
+    initiating = rank if scenario.initiator == "fault" else None
+    if scenario.collateral == "others":
+        collateral = [r for r in range(world_size) if r not in (rank, second_rank)]
+    elif scenario.collateral == "other-node":
+        collateral = sorted(r for r, node in node_of_rank.items() if node == 0)
+    else:
+        collateral = []
+    return {"class": scenario.expect_class, "also_acceptable": list(scenario.also_acceptable),
+            "initiating_rank": initiating, "initiating_host": None, "collateral_ranks": collateral}
+
+
+def _script_args(scenario: Scenario, *, rank: int, second_rank: int | None, work: Path, fixed: bool) -> list[str]:
+    values = {"rank": rank, "second_rank": second_rank, "work": work}
+    args = [part.format(**values) for part in scenario.train_args]
+    args += ["--pg-timeout", str(scenario.pg_timeout)]
+    if fixed:
+        args += list(scenario.fix_args)  # argparse: the last value of a repeated option wins
+    return args
+
+
+def _prepare(scenario: Scenario, work: Path, actions: list) -> None:
+    if scenario.driver not in ("stale-checkpoint", "truncated-checkpoint"):
+        return
+    from . import train  # needs torch, like everything the lab runs
+
+    (work / "checkpoints").mkdir()
+    path = work / "checkpoints" / "last.pt"
+    if scenario.driver == "stale-checkpoint":
+        train.write_checkpoint(str(path), hidden=48)
+        actions.append("wrote checkpoints/last.pt from a model with hidden size 48")
+    else:
+        train.write_checkpoint(str(path), truncate_to=0.6)
+        actions.append("wrote checkpoints/last.pt and truncated it to 60% of its size")
+
+
+def _stale_store(port: int):
+    """A TCPStore server holding `port`, as one left over from an earlier run of the job would."""
+    from datetime import timedelta
+
+    from torch.distributed import TCPStore
+
+    return TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=5))
+
+
+def _start(process: Process, env: dict, work: Path) -> subprocess.Popen:
+    process.log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(process.log_file, "wb") as console:
+        return subprocess.Popen(process.command, stdout=console, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**env, **process.env}, cwd=work, start_new_session=True)
+
+
+def _signal_group(popen: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(popen.pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _sigterm_targets(plan: LaunchPlan, started: dict) -> list[tuple[str, subprocess.Popen, bool]]:
+    """Who the 'scheduler' signals: the launcher (node 1's in twonode), or every rank without one."""
+    if plan.layout == "plain":
+        return [(name, popen, True) for name, popen in started.items()]
+    name = "agent1" if plan.layout == "twonode" else "agent0"
+    return [(name, started[name], False)]
+
+
+def _supervise(plan: LaunchPlan, started: dict, scenario: Scenario, work: Path, run: LabRun, deadline: float) -> None:
+    marker = work / "reached-step"
+    signalled = False
+    while any(popen.poll() is None for popen in started.values()):
+        if time.monotonic() > deadline:
+            run.timed_out = True
+            for popen in started.values():
+                _signal_group(popen, signal.SIGKILL)
+            run.actions.append(f"hard timeout after {scenario.wall_timeout:.0f} s: killed every process group")
+            break
+        if scenario.driver == "sigterm-launcher" and not signalled and marker.exists():
+            for name, popen, whole_group in _sigterm_targets(plan, started):
+                if whole_group:
+                    _signal_group(popen, signal.SIGTERM)
+                else:
+                    popen.send_signal(signal.SIGTERM)
+                run.actions.append(f"sent SIGTERM to {name} at t={time.monotonic() - (deadline - scenario.wall_timeout):.1f}s")
+            signalled = True
+        time.sleep(0.05)
+    for name, popen in started.items():
+        popen.wait()
+        run.exit_codes[name] = popen.returncode
+
+
+def _node_of_rank(rank_info: Path) -> dict[int, int]:
+    nodes = {}
+    for path in rank_info.glob("*"):
+        nodes[int(path.name)] = int(path.read_text().strip() or 0)
+    return nodes
+
+
+def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None, world_size: int | None = None,
+                 rank: int | None = None, fixed: bool = False, python: str = sys.executable, observer=None) -> LabRun:
+    """Run `scenario` for real; keep its logs and case.yaml in `out_dir`."""
+    layout, world_size, rank, second_rank = choose(scenario, layout, world_size, rank)
+    if fixed and not scenario.fixable:
+        raise LabError(f"scenario {scenario.name} has no fix the lab can apply")
+    notify = observer or (lambda message: None)
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise LabError(f"{out_dir} is not empty")
+    logs_dir = out_dir / "logs"
+    logs_dir.mkdir(parents=True)
+    run = LabRun(scenario, layout, world_size, rank, second_rank, fixed, out_dir, expect={})
+    work = Path(tempfile.mkdtemp(prefix=f"lab-{scenario.name}-"))
+    squatter = None
+    try:
+        _prepare(scenario, work, run.actions)
+        port = free_port()
+        if scenario.driver == "busy-port":
+            squatter = _stale_store(port)
+            run.actions.append("started a TCPStore server on the master port before the launch (a stale store "
+                               "left by an earlier run)")
+        missing = scenario.driver == "missing-member"
+        plan = plan_launch(
+            layout, world_size=world_size, script=SCRIPT, logs_dir=logs_dir, port=port, python=python,
+            script_args=_script_args(scenario, rank=rank, second_rank=second_rank, work=work, fixed=fixed),
+            skip_node=1 if missing else None, skip_rank=world_size - 1 if missing else None,
+            rdzv_timeout=scenario.pg_timeout if missing else None,
+        )
+        if missing:
+            run.actions.append("did not start node 1" if layout == "twonode" else f"did not start rank {world_size - 1}")
+        rank_info = work / "ranks"
+        rank_info.mkdir()
+        env = {**base_env(), **scenario.env, RANK_INFO_ENV: str(rank_info)}
+        notify(f"lab: running {scenario.name} ({layout}, world size {world_size}{', with its fix' if fixed else ''})")
+        started_at = time.monotonic()
+        started = {process.name: _start(process, env, work) for process in plan.processes}
+        _supervise(plan, started, scenario, work, run, started_at + scenario.wall_timeout)
+        run.seconds = time.monotonic() - started_at
+        run.expect = expected_truth(scenario, world_size=world_size, rank=rank, second_rank=second_rank,
+                                    fixed=fixed,
+                                    node_of_rank=_node_of_rank(rank_info) if layout == "twonode" else {})
+        write_case(run, plan, _script_args(scenario, rank=rank, second_rank=second_rank, work=Path("<work>"), fixed=fixed))
+        notify(f"lab: finished in {run.seconds:.1f} s, exit codes {run.exit_codes}")
+        return run
+    finally:
+        if squatter is not None:
+            del squatter  # the store's server stops with it
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def write_case(run: LabRun, plan: LaunchPlan, script_args: list[str]) -> None:
+    scenario = run.scenario
+    values = {"rank": run.rank, "second_rank": run.second_rank, "work": "<work>"}
+    torch_version = importlib.metadata.version("torch")
+    injected = scenario.notes.format(**values)
+    if run.fixed:
+        injected = (f"Scenario {scenario.name} with its fix applied ({' '.join(scenario.fix_args)}), which makes "
+                    f"it healthy. Without the fix: {injected}")
+    env = " ".join(f"{key}={value}" for key, value in scenario.env.items())
+    notes = (
+        f"Injected: {injected} train.py arguments: {' '.join(script_args)}."
+        + (f" Environment: {env}." if env else "")
+        + f" Launch: {plan.description}."
+        + (f" Driver actions: {'; '.join(run.actions)}." if run.actions else "")
+        + f" Observed exit codes: {', '.join(f'{name}={code}' for name, code in run.exit_codes.items())}."
+        + f" Real run of torch {torch_version} (CPU, gloo); log contents are unedited."
+    )
+    case = {
+        "id": run.case_id,
+        "provenance": "real-run",
+        "source": (f"firstfault lab run {scenario.name} --layout {run.layout} --world-size {run.world_size} "
+                   f"--rank {run.rank}{' --fixed' if run.fixed else ''} (torch {torch_version}, CPU, gloo)"),
+        "expect": run.expect,
+        "notes": notes,
+    }
+    with open(run.out_dir / "case.yaml", "w") as handle:
+        yaml.dump(case, handle, Dumper=_CaseDumper, sort_keys=False, width=100, allow_unicode=True)
+
+
+class _CaseDumper(yaml.SafeDumper):
+    """case.yaml as the corpus writes it: flow-style lists, long text folded (`notes: >`)."""
+
+
+def _represent_str(dumper, text):
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=">" if len(text) > 90 else None)
+
+
+def _represent_list(dumper, items):
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=True)
+
+
+_CaseDumper.add_representer(str, _represent_str)
+_CaseDumper.add_representer(list, _represent_list)
+
+
+def diagnose_case(case_dir: Path) -> dict:
+    """The engine's diagnosis of a case's logs, as the JSON contract."""
+    from ..pipeline import diagnose_paths
+    from ..render.contract import to_contract
+
+    return to_contract(diagnose_paths([str(Path(case_dir) / "logs")]))
+
+
+def judge(contract: dict, expect: dict) -> list[str]:
+    """What is wrong in `contract` for a case expecting `expect` (corpus README rules); [] when right."""
+    if expect["class"] == "healthy":
+        return [] if contract["status"] == "healthy" else [f"status {contract['status']}, expected healthy"]
+    problems = []
+    primary = contract.get("primary") or {}
+    accepted = [expect["class"], *expect.get("also_acceptable", [])]
+    if contract["status"] != "failure":
+        problems.append(f"status {contract['status']}, expected failure")
+    if primary.get("failure_id") not in accepted:
+        problems.append(f"class {primary.get('failure_id')}, expected {' or '.join(accepted)}")
+    if expect.get("initiating_rank") is not None:
+        found = (primary.get("initiating") or {}).get("rank")
+        if found != expect["initiating_rank"]:
+            problems.append(f"initiating rank {found}, expected {expect['initiating_rank']}")
+    return problems
+
+
+__all__ = ["LAYOUT_HELP", "LabError", "LabRun", "diagnose_case", "judge", "run_scenario"]

@@ -1,0 +1,274 @@
+"""The lab's scenarios as data: what is injected, and the truth that follows from it.
+
+The expected class and initiating rank come from the injected fault, never from firstfault's own
+output. In `train_args` and `notes`, `{rank}` is the faulty rank (`--rank`), `{second_rank}` the
+other faulty rank of two-rank scenarios, `{work}` the run's scratch folder.
+
+`initiator`: `fault` means the rank given by `--rank` started the failure; `none` means no single
+rank did (every rank failed the same way, or the launcher or the environment did it).
+`collateral`: `others` = every other rank (less `{second_rank}`, which failed on its own);
+`none` = no rank failed only because of another; `other-node` = the ranks of node 0 when node 1 is
+signalled (twonode), else none.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .layouts import LAYOUTS
+
+PEER = ("collective-timeout-peer-crash",)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    expect_class: str
+    notes: str  # how the truth follows from the injection
+    evidence: str = ""  # a regex the logs must contain when the fault fired (a check of the lab, not of the engine)
+    also_acceptable: tuple[str, ...] = ()
+    initiator: str = "fault"  # fault | none
+    collateral: str = "others"  # others | none | other-node
+    train_args: tuple[str, ...] = ()
+    env: dict = field(default_factory=dict)
+    layouts: tuple[str, ...] = LAYOUTS
+    default_layout: str = "tee"
+    default_world_size: int = 2
+    default_rank: int = 1
+    pg_timeout: float = 30.0
+    driver: str = ""  # sigterm-launcher | sigterm-ranks | busy-port | missing-member | stale-checkpoint | truncated-checkpoint
+    fix_args: tuple[str, ...] = ()  # flags that make the run healthy
+    fix_entry: str = ""  # the knowledge-base entry whose fix `fix_args` applies
+    wall_timeout: float = 90.0
+
+    @property
+    def fixable(self) -> bool:
+        return bool(self.fix_args)
+
+
+def _exception(name, description, inject, notes, **extra):
+    return Scenario(name, description, "user-code-exception", notes, also_acceptable=PEER,
+                    train_args=("--inject", inject) + extra.pop("train_args", ()), **extra)
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    _exception(
+        "exc-missing-key", "KeyError in a DataLoader worker on one rank; the others wait in all_reduce",
+        "missing-key:{rank}:2",
+        "Rank {rank}'s shard has a record without 'label' in its third batch; the DataLoader worker raised "
+        "KeyError, re-raised in the main process. The other ranks then failed in the DDP all_reduce.",
+        train_args=("--num-workers", "1"), default_layout="logdir", default_world_size=3,
+        evidence="KeyError: 'label'"),
+    _exception(
+        "exc-batch-mismatch", "ValueError from cross_entropy (a collate bug drops a label) on one rank",
+        "batch-mismatch:{rank}:3",
+        "At global step 3 rank {rank}'s batch lost its last label; F.cross_entropy raised ValueError "
+        "(batch sizes differ). The other ranks failed in the DDP all_reduce.",
+        default_layout="tee", default_world_size=2, default_rank=0,
+        evidence='Expected input batch_size \\(16\\) to match target batch_size \\(15\\)'),
+    _exception(
+        "exc-index-error", "IndexError in a label lookup on one rank at a later step",
+        "index-error:{rank}:9",
+        "At global step 9 (epoch 1) rank {rank} looked a label up past the end of a list (IndexError). "
+        "The other ranks failed in the gradient all_reduce (the job averages gradients itself, no DDP).",
+        train_args=("--manual-grad-sync",), default_layout="plain", default_world_size=4, default_rank=2,
+        evidence='IndexError: list index out of range'),
+    _exception(
+        "exc-target-out-of-bounds", "cross_entropy target out of range (unknown label) on one rank",
+        "unknown-label:{rank}:1",
+        "Rank {rank}'s second batch has a record with a label name outside the label set, mapped to class 4 "
+        "of 4; F.cross_entropy raised 'IndexError: Target 4 is out of bounds'. The other ranks failed in "
+        "the DDP all_reduce.",
+        default_layout="twonode", default_world_size=4, default_rank=3,
+        evidence='Target 4 is out of bounds'),
+    _exception(
+        "exc-zero-division", "ZeroDivisionError in evaluation at the end of an epoch on one rank",
+        "zero-division:{rank}:0",
+        "At the end of epoch 0 rank {rank}'s evaluation divided by an empty sample count "
+        "(ZeroDivisionError). The other ranks failed in the barrier after the epoch.",
+        train_args=("--manual-grad-sync",), default_layout="tee", default_world_size=3, default_rank=2,
+        evidence='ZeroDivisionError'),
+    Scenario(
+        "exc-two-ranks", "two ranks fail with different exceptions at different times", "user-code-exception",
+        "Rank {rank} raised IndexError at global step 4. Rank {second_rank} was fetching a remote blob for "
+        "the same step (3 s) and then failed on its own with KeyError('label'), so it is not collateral. "
+        "The remaining ranks failed in the gradient all_reduce after rank {rank} died (no DDP: the job "
+        "averages gradients itself).",
+        evidence="KeyError: 'label'",
+        also_acceptable=PEER,
+        train_args=("--inject", "index-error:{rank}:4", "--inject", "slow-fetch:{second_rank}:4:3",
+                    "--inject", "missing-key:{second_rank}:4", "--manual-grad-sync"),
+        layouts=("plain",), default_layout="plain", default_world_size=4, default_rank=1),
+    Scenario(
+        "sigkill-rank", "one rank killed by SIGKILL (as the OOM killer does)", "host-oom-killed",
+        "Rank {rank} was killed with SIGKILL at global step 6 (what the kernel OOM killer sends). It left no "
+        "traceback; the other ranks failed in the DDP all_reduce.",
+        evidence='exitcode: -9|Killed',
+        train_args=("--inject", "sigkill:{rank}:6"), default_layout="logdir", default_world_size=2),
+    Scenario(
+        "sigterm-launcher", "SIGTERM to the launcher (preemption) in the middle of training", "preempted-sigterm",
+        "The driver sent SIGTERM to the launcher (in the plain layout: to every rank, as a scheduler does; in "
+        "twonode: to node 1's agent) once rank 0 reached global step 5. No rank started it.",
+        evidence='got signal: 15',
+        initiator="none", collateral="other-node",
+        train_args=("--epochs", "6", "--step-time", "0.05", "--marker", "{work}/reached-step", "--marker-step", "5"),
+        driver="sigterm-launcher", layouts=("tee", "logdir", "twonode"), default_layout="tee", default_world_size=2),
+    Scenario(
+        "sigterm-handled", "preemption with a SIGTERM handler in the script that logs and exits 143",
+        "preempted-sigterm",
+        "The driver sent SIGTERM as in sigterm-launcher; the script's handler logged 'received SIGTERM' and "
+        "exited 143. No rank started it.",
+        evidence='received SIGTERM',
+        initiator="none", collateral="other-node",
+        train_args=("--epochs", "6", "--step-time", "0.05", "--sigterm-handler", "--marker", "{work}/reached-step",
+                    "--marker-step", "5", "--manual-grad-sync"),
+        driver="sigterm-launcher", default_layout="twonode", default_world_size=4),
+    Scenario(
+        "collective-mismatch", "one rank all_reduces a longer metrics tensor, TORCH_DISTRIBUTED_DEBUG=DETAIL",
+        "collective-mismatch",
+        "From global step 4 rank {rank} adds a grad-norm entry to its metrics tensor (3 -> 4 elements), so "
+        "its all_reduce differs from the other ranks'. TORCH_DISTRIBUTED_DEBUG=DETAIL checks the collectives "
+        "and reports the mismatch. (The job averages gradients with all_reduce instead of DDP: DDP under "
+        "DETAIL crashes with SIGSEGV in torch 2.13.0+cpu.)",
+        evidence='Detected mismatch between collectives',
+        train_args=("--inject", "metric-extra:{rank}:4", "--manual-grad-sync"),
+        env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
+        default_layout="tee", default_world_size=3, default_rank=1, pg_timeout=8),
+    Scenario(
+        "uneven-batches", "one rank's shard is two batches shorter: the others wait at the end of the epoch",
+        "uneven-batches-hang",
+        "Rank {rank}'s epoch-0 shard is 2 batches shorter (6 vs 8 steps). It reached the epoch-end barrier "
+        "while the others waited in the DDP all_reduce of their step 6; gloo timed out.",
+        evidence='Timed out waiting',
+        train_args=("--inject", "short-shard:{rank}:0:2"), pg_timeout=4,
+        fix_args=("--drop-last",), fix_entry="uneven-batches-hang",
+        default_layout="plain", default_world_size=3, default_rank=2),
+    Scenario(
+        "straggler", "one rank syncs a checkpoint to slow storage for longer than the process-group timeout",
+        "collective-timeout-straggler",
+        "After global step 5 rank {rank} spent 5 s 'syncing a checkpoint to remote storage' (a sleep); the "
+        "process-group timeout is 3 s, so the other ranks timed out in the next all_reduce.",
+        evidence='Timed out waiting',
+        train_args=("--inject", "straggle:{rank}:5:5"), pg_timeout=3,
+        fix_args=("--pg-timeout", "30"), fix_entry="collective-timeout-straggler",
+        default_layout="tee", default_world_size=2, default_rank=0),
+    Scenario(
+        "rendezvous-missing-member", "a rank (plain) or a node (twonode) never joins the rendezvous",
+        "rendezvous-failure",
+        "The last rank (plain) or node 1 (twonode) was never started, so the rendezvous could not complete "
+        "and the members that did start timed out waiting for it.",
+        evidence='waiting for clients|RendezvousTimeoutError',
+        initiator="none", collateral="none", driver="missing-member", pg_timeout=5,
+        layouts=("plain", "twonode"), default_layout="plain", default_world_size=2),
+    Scenario(
+        "port-in-use", "another process already listens on MASTER_PORT", "port-in-use",
+        "Before the launch the driver started a TCPStore server on the master port, as a store left over "
+        "from an earlier run would hold it; the job's store server could not bind it (EADDRINUSE). Ranks that "
+        "connected to the stale store timed out waiting for keys nobody wrote.",
+        evidence='EADDRINUSE|address already in use',
+        initiator="none", collateral="none", driver="busy-port", pg_timeout=5,
+        layouts=("tee", "logdir", "plain"), default_layout="plain", default_world_size=2),
+    Scenario(
+        "ddp-unused-parameters", "an auxiliary head that never reaches the loss, without find_unused_parameters",
+        "ddp-unused-parameters",
+        "The model has an aux_head whose loss is switched off, so its parameters never get gradients; DDP "
+        "was built without find_unused_parameters and every rank raised 'Expected to have finished "
+        "reduction' at the second step.",
+        evidence='Expected to have finished reduction',
+        initiator="none", collateral="none", train_args=("--aux-head",),
+        fix_args=("--find-unused-parameters",), fix_entry="ddp-unused-parameters",
+        default_layout="logdir", default_world_size=2),
+    Scenario(
+        "ddp-reentrant-checkpoint", "a shared block checkpointed twice with use_reentrant=True under DDP",
+        "ddp-mark-ready-twice",
+        "The model runs the same block twice under torch.utils.checkpoint with use_reentrant=True; DDP "
+        "(find_unused_parameters=True) marks its parameters ready twice and every rank raised 'Expected to "
+        "mark a variable ready only once'.",
+        evidence='mark a variable ready only once',
+        initiator="none", collateral="none", train_args=("--activation-checkpointing", "--find-unused-parameters"),
+        fix_args=("--no-reentrant",), fix_entry="ddp-mark-ready-twice",
+        default_layout="tee", default_world_size=2),
+    Scenario(
+        "autograd-inplace", "an in-place multiply on a sigmoid output needed for backward, on one rank",
+        "autograd-inplace",
+        "At global step 3 rank {rank} took a code path that scales the sigmoid gate in place (gate.mul_); "
+        "backward raised 'modified by an inplace operation'. The other ranks failed in the DDP all_reduce.",
+        evidence='modified by an inplace operation',
+        also_acceptable=PEER, train_args=("--inject", "inplace:{rank}:3"),
+        fix_args=("--out-of-place",), fix_entry="autograd-inplace",
+        default_layout="twonode", default_world_size=2, default_rank=1),
+    Scenario(
+        "loss-nan", "a corrupt record with inf features makes one rank's loss NaN", "loss-nan",
+        "At global step 7 rank {rank}'s batch has an inf feature (a corrupt record); its loss became NaN and "
+        "the loop's finiteness check raised FloatingPointError. The other ranks failed in the gradient "
+        "all_reduce (no DDP: the job averages gradients itself).",
+        evidence='Loss became infinite or NaN',
+        also_acceptable=PEER, train_args=("--inject", "nan-input:{rank}:7", "--manual-grad-sync"),
+        default_layout="plain", default_world_size=2, default_rank=1),
+    Scenario(
+        "state-dict-mismatch", "resuming from a checkpoint of a narrower model (hidden 48 vs 64)",
+        "state-dict-mismatch",
+        "The resume checkpoint was written by a model with hidden size 48; rank 0 loads it and broadcasts, "
+        "and load_state_dict raised 'size mismatch'. The other ranks failed waiting in the broadcast.",
+        evidence='size mismatch for',
+        also_acceptable=PEER, train_args=("--resume", "{work}/checkpoints/last.pt"), driver="stale-checkpoint",
+        default_layout="tee", default_world_size=2, default_rank=0),
+    Scenario(
+        "checkpoint-truncated", "resuming from a checkpoint cut to 60% of its size", "checkpoint-corrupt",
+        "The resume checkpoint was truncated to 60% (an interrupted copy); rank 0's torch.load failed reading "
+        "the zip archive. The other ranks failed waiting in the broadcast.",
+        evidence='PytorchStreamReader failed',
+        also_acceptable=PEER, train_args=("--resume", "{work}/checkpoints/last.pt"), driver="truncated-checkpoint",
+        default_layout="logdir", default_world_size=3, default_rank=0),
+    Scenario(
+        "disk-full", "one rank's checkpoint shard goes to a full volume (/dev/full)", "disk-full",
+        "Every rank saves its own shard at the end of epoch 0; rank {rank}'s shard path is a symlink to "
+        "/dev/full (ENOSPC). The other ranks failed in the barrier after the save.",
+        evidence='No space left on device|file write failed',
+        also_acceptable=PEER,
+        train_args=("--ckpt-dir", "{work}/checkpoints", "--sharded-ckpt", "--inject", "disk-full:{rank}:0",
+                    "--manual-grad-sync"),
+        default_layout="plain", default_world_size=3, default_rank=1),
+    Scenario(
+        "too-many-open-files", "a metrics writer leaks a file handle per step on a rank with a low ulimit -n",
+        "too-many-open-files",
+        "Rank {rank} runs with a file-descriptor limit 24 above what it had open after start-up, and the "
+        "metrics writer keeps one open file per step; rank {rank} hit EMFILE. The other ranks failed in the "
+        "DDP all_reduce.",
+        evidence='Too many open files',
+        also_acceptable=PEER,
+        train_args=("--epochs", "4", "--metrics-dir", "{work}/metrics", "--inject", "fd-limit:{rank}:0:24"),
+        default_layout="tee", default_world_size=2, default_rank=1),
+    Scenario(
+        "cuda-unavailable", "--device cuda on a CPU-only build of torch", "cuda-unavailable",
+        "The job asked for cuda:<local_rank> but torch is the CPU build; every rank failed moving the model.",
+        evidence='Torch not compiled with CUDA enabled',
+        initiator="none", collateral="none", train_args=("--device", "cuda", "--manual-grad-sync"),
+        default_layout="tee", default_world_size=2),
+    Scenario(
+        "healthy-noisy", "a healthy run with benign warnings and a caught, logged ImportError", "healthy",
+        "No fault injected. Noise: a FutureWarning deprecation, a DataLoader warning about 4 workers on a "
+        "small machine, DDP's find_unused_parameters warning, an apex ImportError caught and logged with its "
+        "traceback, a metrics upload 'Connection reset by peer' that succeeded on retry.",
+        evidence='training finished',
+        initiator="none", collateral="none",
+        train_args=("--noise", "deprecation", "--noise", "apex-probe", "--noise", "retry", "--num-workers", "4",
+                    "--find-unused-parameters"),
+        default_layout="tee", default_world_size=2),
+    Scenario(
+        "healthy-debug-logging", "a healthy run with TORCH_DISTRIBUTED_DEBUG=INFO and TORCH_CPP_LOG_LEVEL=INFO",
+        "healthy",
+        "No fault injected; c10d/gloo INFO logging and DDP construction diagnostics add many lines.",
+        evidence='training finished',
+        initiator="none", collateral="none", env={"TORCH_DISTRIBUTED_DEBUG": "INFO", "TORCH_CPP_LOG_LEVEL": "INFO"},
+        default_layout="logdir", default_world_size=2),
+)
+
+BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
+
+
+def get(name: str) -> Scenario:
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise KeyError(name) from None

@@ -1,0 +1,358 @@
+"""A small, realistic DDP training job (gloo, CPU) with faults injected by flags.
+
+torchrun (or a per-rank shell line) runs this file as a script; nothing in it knows about
+firstfault. `--inject KIND:RANK[:STEP[:ARG]]` plants one fault; the runner decides which and
+records the truth in case.yaml. Everything else is what an ordinary training script does:
+logging, a sharded dataset, DDP, all_reduce of metrics, checkpoints, evaluation.
+
+Importing this module has no side effects (the runner imports `write_checkpoint`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import resource
+import signal
+import sys
+import time
+import warnings
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.checkpoint import checkpoint
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+log = logging.getLogger("train")
+
+FEATURES, CLASSES = 16, 4
+LABEL_NAMES = ["cat", "dog", "bird", "fish"]
+
+
+class Injections:
+    """The parsed `--inject KIND:RANK[:STEP[:ARG]]` flags, looked up by the loop."""
+
+    def __init__(self, specs: list[str]):
+        self.faults: list[tuple[str, int, int, str]] = []
+        for spec in specs:
+            kind, rank, *rest = spec.split(":")
+            step = int(rest[0]) if rest else 0
+            arg = rest[1] if len(rest) > 1 else ""
+            self.faults.append((kind, int(rank), step, arg))
+
+    def get(self, kind: str, rank: int) -> tuple[int, str] | None:
+        for fault_kind, fault_rank, step, arg in self.faults:
+            if fault_kind == kind and fault_rank == rank:
+                return step, arg
+        return None
+
+    def at(self, kind: str, rank: int, step: int) -> str | None:
+        found = self.get(kind, rank)
+        return found[1] if found and found[0] == step else None
+
+
+class ToyNet(nn.Module):
+    def __init__(self, hidden: int = 64, aux_head: bool = False):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Linear(FEATURES, hidden), nn.ReLU())
+        self.block = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, hidden))
+        self.head = nn.Linear(hidden, CLASSES)
+        # A second head for an auxiliary loss that can be switched off in the config.
+        self.aux_head = nn.Linear(hidden, CLASSES) if aux_head else None
+        self.use_checkpointing = False
+        self.reentrant = True
+        self.inplace_gate = False
+
+    def forward(self, features):
+        hidden = self.stem(features)
+        if self.use_checkpointing:
+            # The block runs twice (weight sharing across two "layers") under activation checkpointing.
+            hidden = checkpoint(self.block, hidden, use_reentrant=self.reentrant)
+            hidden = checkpoint(self.block, hidden, use_reentrant=self.reentrant)
+        else:
+            hidden = hidden + self.block(hidden)
+        gate = torch.sigmoid(hidden)
+        if self.inplace_gate:
+            gate.mul_(0.5)  # saves memory, but sigmoid's backward needs its output unchanged
+        else:
+            gate = gate * 0.5
+        return self.head(hidden * gate)
+
+
+class ShardDataset(Dataset):
+    """Synthetic labelled records; each rank reads its own shard of `length` records."""
+
+    def __init__(self, length: int, seed: int, bad_index: int | None = None, bad_label_index: int | None = None):
+        generator = torch.Generator().manual_seed(seed)
+        self.features = torch.randn(length, FEATURES, generator=generator)
+        weights = torch.randn(FEATURES, CLASSES, generator=torch.Generator().manual_seed(7))
+        self.labels = (self.features @ weights).argmax(dim=1)
+        self.bad_index = bad_index
+        self.bad_label_index = bad_label_index
+
+    def __len__(self):
+        return len(self.features)
+
+    def record(self, index):
+        rec = {"x": self.features[index], "label": LABEL_NAMES[int(self.labels[index])]}
+        if index == self.bad_index:
+            del rec["label"]  # a record written by an older exporter
+        if index == self.bad_label_index:
+            rec["label"] = "horse"
+        return rec
+
+    def __getitem__(self, index):
+        rec = self.record(index)
+        label = rec["label"]
+        return rec["x"], LABEL_NAMES.index(label) if label in LABEL_NAMES else len(LABEL_NAMES)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description="toy DDP classifier")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--samples-per-rank", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--step-time", type=float, default=0.0, help="extra seconds per step (simulated compute)")
+    parser.add_argument("--pg-timeout", type=float, default=30.0, help="process-group timeout in seconds")
+    parser.add_argument("--num-workers", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--ckpt-dir", default="")
+    parser.add_argument("--sharded-ckpt", action="store_true", help="every rank saves its own shard")
+    parser.add_argument("--resume", default="", help="checkpoint to load on rank 0 and broadcast")
+    parser.add_argument("--aux-head", action="store_true")
+    parser.add_argument("--activation-checkpointing", action="store_true")
+    parser.add_argument("--find-unused-parameters", action="store_true")
+    parser.add_argument("--manual-grad-sync", action="store_true", help="no DDP: all_reduce each gradient after backward")
+    parser.add_argument("--no-reentrant", action="store_true", help="checkpoint(..., use_reentrant=False)")
+    parser.add_argument("--out-of-place", action="store_true", help="never modify activations in place")
+    parser.add_argument("--drop-last", action="store_true", help="DistributedSampler(drop_last=True) over one dataset")
+    parser.add_argument("--metrics-dir", default="")
+    parser.add_argument("--sigterm-handler", action="store_true")
+    parser.add_argument("--marker", default="", help="file rank 0 creates when it reaches --marker-step")
+    parser.add_argument("--marker-step", type=int, default=5)
+    parser.add_argument("--noise", action="append", default=[], help="benign warnings to emit")
+    parser.add_argument("--inject", action="append", default=[], metavar="KIND:RANK[:STEP[:ARG]]")
+    return parser.parse_args(argv)
+
+
+def setup_logging():
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def init_distributed(args):
+    rank = int(os.environ.get("RANK", "0"))
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=timedelta(seconds=args.pg_timeout))
+    log.info("rank %d/%d (local rank %d, pid %d) initialized process group (backend=%s)",
+             rank, world_size, local_rank, os.getpid(), dist.get_backend())
+    if os.environ.get("RANK_INFO_DIR"):  # lets a driver know which node ran which rank
+        Path(os.environ["RANK_INFO_DIR"], str(rank)).write_text(os.environ.get("GROUP_RANK", "0"))
+    return rank, world_size, local_rank
+
+
+def make_loader(args, rank, world_size, faults, epoch):
+    if args.drop_last:
+        # One dataset, split evenly by the sampler: every rank gets the same number of batches.
+        total = args.samples_per_rank * world_size - args.batch_size * world_size // 2
+        dataset = ShardDataset(total, seed=100 + epoch)
+        sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, drop_last=True)
+        sampler.set_epoch(epoch)
+        return DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, num_workers=args.num_workers, drop_last=True)
+    length = args.samples_per_rank
+    short = faults.get("short-shard", rank)
+    if short and epoch == short[0]:
+        length -= args.batch_size * int(short[1] or 2)  # this rank's shard file is shorter
+    bad_key = faults.get("missing-key", rank)
+    bad_label = faults.get("unknown-label", rank)
+    dataset = ShardDataset(
+        length, seed=1000 * epoch + rank,
+        bad_index=bad_key[0] * args.batch_size + 3 if bad_key and epoch == 0 else None,
+        bad_label_index=bad_label[0] * args.batch_size + 5 if bad_label and epoch == 0 else None,
+    )
+    log.info("epoch %d: rank %d shard has %d samples -> %d steps", epoch, rank, len(dataset), len(dataset) // args.batch_size)
+    return DataLoader(dataset, batch_size=args.batch_size, shuffle=False, num_workers=args.num_workers, drop_last=True)
+
+
+def emit_noise(args, rank):
+    if "deprecation" in args.noise:
+        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use `torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning)
+    if "apex-probe" in args.noise and rank == 0:
+        try:
+            import apex  # noqa: F401
+        except ImportError:
+            log.info("apex not available, using native fused optimizer fallback", exc_info=True)
+    if "retry" in args.noise and rank == 0:
+        log.warning("metrics upload failed: Connection reset by peer; retrying in 0.1s (attempt 1/3)")
+        time.sleep(0.1)
+        log.info("metrics upload succeeded on attempt 2/3")
+
+
+def save_checkpoint(args, model, optimizer, epoch, rank, faults):
+    ckpt_dir = Path(args.ckpt_dir)
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    if args.sharded_ckpt:
+        path = ckpt_dir / f"epoch{epoch}-rank{rank}.pt"
+    elif rank == 0:
+        path = ckpt_dir / f"checkpoint_epoch{epoch}.pt"
+    else:
+        return
+    if faults.get("disk-full", rank) and epoch == faults.get("disk-full", rank)[0]:
+        path.unlink(missing_ok=True)
+        path.symlink_to("/dev/full")  # the volume behind this path is full
+    log.info("saving checkpoint to %s", path)
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}
+    with open(path, "wb") as handle:
+        torch.save(state, handle)
+        handle.flush()
+        os.fsync(handle.fileno()) if not path.is_symlink() else None
+    log.info("checkpoint saved (%d bytes)", path.stat().st_size if not path.is_symlink() else 0)
+
+
+def resume(args, model, rank):
+    if rank == 0:
+        log.info("resuming from %s", args.resume)
+        state = torch.load(args.resume, map_location="cpu", weights_only=True)
+        model.load_state_dict(state["model"])
+        log.info("loaded checkpoint from epoch %s", state.get("epoch"))
+    for tensor in model.state_dict().values():
+        dist.broadcast(tensor, src=0)
+
+
+def write_checkpoint(path: str, hidden: int = 64, truncate_to: float = 1.0) -> None:
+    """A checkpoint as an earlier run would have left it (the lab's preparation step)."""
+    torch.manual_seed(0)
+    model = ToyNet(hidden=hidden)
+    torch.save({"model": model.state_dict(), "epoch": 3}, path)
+    if truncate_to < 1.0:
+        size = os.path.getsize(path)
+        with open(path, "r+b") as handle:
+            handle.truncate(int(size * truncate_to))
+
+
+def train(args):
+    faults = Injections(args.inject)
+    rank, world_size, local_rank = init_distributed(args)
+    torch.manual_seed(1234)
+    if rank == 0:
+        log.info("config: epochs=%d samples_per_rank=%d batch_size=%d lr=%s hidden=%d workers=%d pg_timeout=%ss",
+                 args.epochs, args.samples_per_rank, args.batch_size, args.lr, args.hidden, args.num_workers, args.pg_timeout)
+    fd_limit = faults.get("fd-limit", rank)
+    if fd_limit:
+        open_now = len(os.listdir("/proc/self/fd"))
+        limit = open_now + int(fd_limit[1] or 24)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    device = torch.device(f"cuda:{local_rank}" if args.device == "cuda" else "cpu")
+    model = ToyNet(hidden=args.hidden, aux_head=args.aux_head).to(device)
+    model.use_checkpointing = args.activation_checkpointing
+    model.reentrant = not args.no_reentrant
+    if args.resume:
+        resume(args, model, rank)
+    if args.manual_grad_sync:
+        ddp_model = model
+    else:
+        ddp_model = DDP(model, find_unused_parameters=args.find_unused_parameters)
+    optimizer = torch.optim.SGD(ddp_model.parameters(), lr=args.lr, momentum=0.9)
+    emit_noise(args, rank)
+    open_metric_files = []  # the metrics writer keeps its handles (a leak nobody noticed)
+    global_step = 0
+    for epoch in range(args.epochs):
+        loader = make_loader(args, rank, world_size, faults, epoch)
+        steps = len(loader)
+        for step_in_epoch, (features, labels) in enumerate(loader):
+            step = global_step
+            if faults.at("index-error", rank, step) is not None:
+                vocab = {name: index for index, name in enumerate(LABEL_NAMES)}
+                reverse = [vocab[name] for name in LABEL_NAMES]
+                labels = torch.tensor([reverse[int(label) + 4] for label in labels])
+            if faults.at("batch-mismatch", rank, step) is not None:
+                labels = labels[:-1]  # a collate bug drops the last label
+            if faults.at("nan-input", rank, step) is not None:
+                features = features.clone()
+                features[2, 5] = float("inf")  # a corrupt record from the feature store
+            if faults.at("sigkill", rank, step) is not None:
+                log.info("rank %d: step %d", rank, step)
+                os.kill(os.getpid(), signal.SIGKILL)
+            if faults.at("straggle", rank, step) is not None:
+                log.info("rank %d: syncing checkpoint to remote storage", rank)
+                time.sleep(float(faults.at("straggle", rank, step)))
+                log.info("rank %d: sync done", rank)
+            model.inplace_gate = faults.at("inplace", rank, step) is not None and not args.out_of_place
+            features, labels = features.to(device), labels.to(device)
+            logits = ddp_model(features)
+            loss = F.cross_entropy(logits, labels)
+            if not torch.isfinite(loss):
+                log.error("non-finite loss %s at step %d on rank %d", loss.item(), step, rank)
+                raise FloatingPointError(f"Loss became infinite or NaN at iteration={step}!")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if args.manual_grad_sync:
+                for param in model.parameters():
+                    if param.grad is not None:
+                        dist.all_reduce(param.grad)
+                        param.grad /= world_size
+            optimizer.step()
+            if args.step_time:
+                time.sleep(args.step_time)
+            if args.metrics_dir:
+                metrics_path = Path(args.metrics_dir) / f"rank{rank}" / f"step_{step:05d}.json"
+                metrics_path.parent.mkdir(parents=True, exist_ok=True)
+                handle = open(metrics_path, "w")
+                handle.write(json.dumps({"step": step, "loss": loss.item()}))
+                handle.flush()
+                open_metric_files.append(handle)
+            correct = (logits.argmax(dim=1) == labels).sum().item()
+            metrics = [loss.item() * len(labels), float(correct), float(len(labels))]
+            if faults.at("metric-extra", rank, step) is not None:
+                metrics.append(float(step))  # grad-norm added on this rank only
+            metrics = torch.tensor(metrics)
+            dist.all_reduce(metrics)
+            if rank == 0 and (step_in_epoch % 4 == 0 or step_in_epoch == steps - 1):
+                log.info("epoch %d step %d/%d loss %.4f acc %.3f", epoch, step_in_epoch + 1, steps,
+                         metrics[0] / metrics[2], metrics[1] / metrics[2])
+            if faults.at("slow-fetch", rank, step + 1) is not None:
+                log.info("rank %d: fetching remote blob for step %d", rank, step + 1)
+                time.sleep(float(faults.at("slow-fetch", rank, step + 1) or 2))
+            if args.marker and rank == 0 and step == args.marker_step:
+                Path(args.marker).touch()
+            global_step += 1
+        if faults.get("zero-division", rank) and faults.get("zero-division", rank)[0] == epoch:
+            evaluated = 0
+            log.info("eval epoch %d: accuracy %.3f", epoch, correct / evaluated)
+        if args.ckpt_dir:
+            save_checkpoint(args, model, optimizer, epoch, rank, faults)
+        dist.barrier()
+        if rank == 0:
+            log.info("epoch %d done", epoch)
+    dist.barrier()
+    if rank == 0:
+        log.info("training finished after %d steps", global_step)
+    dist.destroy_process_group()
+
+
+def install_sigterm_handler(rank_hint: str):
+    def on_sigterm(signum, frame):
+        log.warning("rank %s: received SIGTERM, stopping", rank_hint)
+        sys.exit(143)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    setup_logging()
+    if args.sigterm_handler:
+        install_sigterm_handler(os.environ.get("RANK", "?"))
+    train(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Match: signatures compiled once; one streaming pass over each input yields hits."""

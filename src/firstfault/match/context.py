@@ -1,0 +1,29 @@
+"""Engine-side signatures that are not failures of their own: they give the correlator context.
+
+- `frame`: the collective a rank was in when it failed (a traceback frame in distributed_c10d.py,
+  or the autograd engine for DDP's gradient all-reduce).
+- `failed`: generic signs that something failed (a traceback header, a non-zero exit), used to
+  tell `unknown` from `healthy` when no entry explains the failure.
+"""
+from __future__ import annotations
+
+from ..model import Signature
+
+CONTEXT_ENTRY = ""
+
+
+def _context(name: str, pattern: str) -> Signature:
+    return Signature(entry_id=CONTEXT_ENTRY, name=name, role="context", weight=0.0, pattern=pattern)
+
+
+CONTEXT_SIGNATURES: tuple[Signature, ...] = (
+    _context("frame", r'distributed_c10d\.py", line \d+, in (?P<op>[a-z_]+)'),
+    _context("frame-backward", r'(?P<op>_engine_run_backward|run_backward)\('),
+    _context("failed-traceback", r"Traceback \(most recent call last\)"),
+    _context("failed-exit", r"(?i)(?:exit ?code|exit status|exited with (?:code|status))\s*[:=]?\s*(?P<code>-?[1-9]\d*)"),
+    _context("failed-signal", r"(?i)(?:Segmentation fault|core dumped|Aborted \(core|fatal error|Fatal Python error|\bKilled\b)"),
+    _context("failed-word", r"(?:\bERROR\b|\bFATAL\b|\bCRITICAL\b|\berror: )"),
+)
+
+FRAME_SIGNATURES = ("frame", "frame-backward")
+FAILURE_SIGNATURES = ("failed-traceback", "failed-exit", "failed-signal", "failed-word")

@@ -1,0 +1,87 @@
+"""Shared pieces of the human-readable diagnosis reports (terminal and Markdown)."""
+from __future__ import annotations
+
+import re
+
+from ..model import Diagnosis, Evidence
+from .contract import iso_time
+
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+def fill(text: str, values: dict) -> str:
+    """Fill `{name}` placeholders from the log's values; unknown ones read `<name>`."""
+    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if values.get(m.group(1)) is not None else f"<{m.group(1)}>", text)
+
+
+def where(evidence: Evidence) -> str:
+    return f"{evidence.source}:{evidence.line}"
+
+
+def who(evidence: Evidence) -> str:
+    parts = []
+    if evidence.rank is not None:
+        parts.append(f"rank {evidence.rank}")
+    if evidence.host:
+        parts.append(f"host {evidence.host}")
+    return ", ".join(parts) or "rank unknown"
+
+
+def started_line(diagnosis: Diagnosis) -> str:
+    initiating = diagnosis.initiating
+    if initiating is None:
+        return ""
+    when = iso_time(initiating.time)
+    return f"started on {who(initiating)}" + (f" at {when}" if when else "") + f" ({where(initiating)})"
+
+
+def ranks_text(ranks) -> str:
+    ranks = sorted(ranks)
+    if not ranks:
+        return "none"
+    spans, start, previous = [], ranks[0], ranks[0]
+    for rank in ranks[1:] + [None]:
+        if rank is not None and rank == previous + 1:
+            previous = rank
+            continue
+        spans.append(str(start) if start == previous else f"{start}-{previous}")
+        if rank is not None:
+            start = previous = rank
+    return ",".join(spans)
+
+
+def inputs_line(diagnosis: Diagnosis) -> str:
+    inputs = diagnosis.inputs
+    files = len(inputs.files)
+    text = f"{files} file{'s' if files != 1 else ''}, {inputs.lines} lines, {inputs.bytes} bytes; ranks {ranks_text(inputs.ranks)}"
+    if inputs.hosts:
+        text += f"; hosts {', '.join(inputs.hosts[:6])}" + (" …" if len(inputs.hosts) > 6 else "")
+    return text
+
+
+def fix_blocks(entry, values: dict, limit: int = 4) -> list[dict]:
+    """The entry's fix steps with log values filled in, as plain dicts for the renderers."""
+    blocks = []
+    for item in (entry.get("fix") or [])[:limit]:
+        blocks.append({
+            "title": fill(item["title"], values),
+            "stack": item["stack"],
+            "why": fill(item["why"], values),
+            "steps": [fill(step, values) for step in item.get("steps") or ()],
+            "command": fill(item["command"], values) if item.get("command") else "",
+            "env": {key: fill(str(value), values) for key, value in (item.get("env") or {}).items()},
+            "config": fill(item["config"], values) if item.get("config") else "",
+            "code": fill(item["code"], values) if item.get("code") else "",
+        })
+    return blocks
+
+
+def verify_items(entry, values: dict) -> list[tuple[str, str]]:
+    return [(fill(item["check"], values), fill(item.get("command") or "", values)) for item in entry.get("verify") or ()]
+
+
+def entry_or_none(kb, failure_id: str):
+    try:
+        return kb.get(failure_id)
+    except Exception:  # an id the engine produced but the KB lacks: render without entry text
+        return None

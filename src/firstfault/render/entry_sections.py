@@ -1,0 +1,190 @@
+"""One entry -> its documentation as an ordered list of sections, for every entry renderer.
+
+The section order and headings live here only; the terminal and Markdown renderers walk the
+same sections, so `firstfault explain` and a pasted issue never disagree. No I/O.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..model import Entry
+
+SUMMARY, OBSERVE, SYMPTOMS, MECHANISM = "Summary", "What you'll observe", "Symptoms", "Mechanism"
+CONFIRM, FIX, VERIFY, PREVENTION = "How to confirm", "Fix", "Verification", "Prevention"
+FAQ, DIAGNOSTICS, RELATED, REFERENCES = "FAQ", "Diagnostics", "Related", "References"
+
+# Every entry has these (the schema requires their fields); FAQ, Diagnostics, Related are optional.
+REQUIRED_SECTIONS = (SUMMARY, OBSERVE, SYMPTOMS, MECHANISM, CONFIRM, FIX, VERIFY, PREVENTION, REFERENCES)
+
+# `{name}`, but not `${NAME}` (shell) nor `{{name}}` (escaped braces)
+PLACEHOLDER = re.compile(r"(?<![{$])\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
+
+
+def fill_placeholders(text: str, values: Mapping[str, object] | None = None) -> str:
+    """Replace `{name}` with values[name]; a name without a value shows as `<name>`."""
+    values = values or {}
+
+    def replace(match: re.Match) -> str:
+        value = values.get(match.group(1))
+        return f"<{match.group(1)}>" if value is None else str(value)
+
+    return PLACEHOLDER.sub(replace, text)
+
+
+def paragraphs(text: str) -> list[str]:
+    """The paragraphs of a text field, each on one line.
+
+    A folded YAML scalar (`summary: >`) keeps a newline only where the author left a blank line;
+    a literal one (`|`) keeps every line break, so there blank lines separate paragraphs.
+    """
+    separator = re.compile(r"\n\s*\n") if re.search(r"\n\s*\n", text.strip()) else re.compile(r"\n")
+    return [" ".join(part.split()) for part in separator.split(text.strip()) if part.strip()]
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+
+
+@dataclass(frozen=True)
+class LogLines:
+    """Messages exactly as they appear in logs: never wrapped, never filled."""
+
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Item:
+    """A bullet; `detail` explains it; `literal` marks an id, tool or command shown as code."""
+
+    text: str
+    detail: str = ""
+    literal: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    """One numbered check, cheapest first, with the command that runs it."""
+
+    text: str
+    command: str = ""
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+    language: str = ""  # bash, python, json, yaml or "" for plain text
+
+
+@dataclass(frozen=True)
+class Link:
+    title: str
+    url: str
+
+
+@dataclass(frozen=True)
+class FixOption:
+    title: str
+    stack: str
+    why: str
+    steps: tuple[str, ...] = ()
+    blocks: tuple[Code, ...] = ()
+
+
+@dataclass(frozen=True)
+class Section:
+    heading: str
+    blocks: tuple
+
+
+@dataclass(frozen=True)
+class Header:
+    """The title block: what the entry is called and how it is filed."""
+
+    title: str
+    id: str
+    category: str
+    severity: str
+    status: str
+    systems: tuple[str, ...]
+    tags: tuple[str, ...]
+    redirect_from: tuple[str, ...]
+
+
+def entry_header(entry: Entry) -> Header:
+    return Header(
+        title=entry.title, id=entry.id, category=entry.category, severity=entry.severity,
+        status=entry.status, systems=tuple(entry.get("systems") or ()),
+        tags=tuple(entry.get("tags") or ()), redirect_from=tuple(entry.get("redirect_from") or ()),
+    )
+
+
+def build_sections(
+    entry: Entry,
+    values: Mapping[str, object] | None = None,
+    related_titles: Mapping[str, str] | None = None,
+) -> list[Section]:
+    """The sections of `entry` in their fixed order; empty optional sections are left out."""
+    fill = lambda text: fill_placeholders(str(text), values)  # noqa: E731 - a one-line closure
+    sections = [
+        Section(SUMMARY, (Paragraph(fill(entry.get("summary", ""))),)),
+        Section(OBSERVE, (LogLines(tuple(entry.get("observe") or ())),)),
+        Section(SYMPTOMS, tuple(Item(fill(s["text"]), fill(s["meaning"])) for s in entry.get("symptoms") or ())),
+        Section(MECHANISM, (Paragraph(fill(entry.get("mechanism", ""))),)),
+        Section(CONFIRM, _steps(entry.get("confirm"), fill)),
+        Section(FIX, tuple(_fix_option(item, fill) for item in entry.get("fix") or ())),
+        Section(VERIFY, _steps(entry.get("verify"), fill) + _verified(entry.get("verified"))),
+        Section(PREVENTION, tuple(Item(fill(text)) for text in entry.get("prevention") or ())),
+        Section(FAQ, tuple(Item(fill(qa["q"]), fill(qa["a"])) for qa in entry.get("faq") or ())),
+        Section(DIAGNOSTICS, tuple(
+            Item(d["tool"], fill(d["use"]), literal=True) for d in entry.get("diagnostics") or ()
+        )),
+        Section(RELATED, tuple(
+            Item(other, (related_titles or {}).get(other, ""), literal=True) for other in entry.get("related") or ()
+        )),
+        Section(REFERENCES, tuple(Link(ref["title"], ref["url"]) for ref in entry.get("references") or ())),
+    ]
+    return [section for section in sections if section.heading in REQUIRED_SECTIONS or section.blocks]
+
+
+def _steps(items, fill) -> tuple[Step, ...]:
+    return tuple(Step(fill(item["check"]), fill(item.get("command") or "")) for item in items or ())
+
+
+def _verified(verified) -> tuple[Paragraph, ...]:
+    if not verified:
+        return ()
+    return (Paragraph(f"Verified in the lab: applying the fix makes the symptom disappear (scenario {verified['scenario']})."),)
+
+
+def _fix_option(item: Mapping, fill) -> FixOption:
+    """Env and commands are filled (a diagnosis knows the interface or rank); code and config are not."""
+    blocks = []
+    if item.get("env"):
+        blocks.append(Code("\n".join(_export(name, fill(value)) for name, value in item["env"].items()), "bash"))
+    if item.get("config"):
+        blocks.append(Code(str(item["config"]).rstrip("\n"), config_language(str(item["config"]))))
+    if item.get("code"):
+        blocks.append(Code(str(item["code"]).rstrip("\n"), "python"))
+    if item.get("command"):
+        blocks.append(Code(fill(item["command"]).rstrip("\n"), "bash"))
+    return FixOption(
+        title=fill(item["title"]), stack=item["stack"], why=fill(item["why"]),
+        steps=tuple(fill(step) for step in item.get("steps") or ()), blocks=tuple(blocks),
+    )
+
+
+def _export(name: str, value: str) -> str:
+    quoted = value if re.fullmatch(r"[\w.,:/=@%+<>-]*", value) else "'" + value.replace("'", "'\\''") + "'"
+    return f"export {name}={quoted}"
+
+
+def config_language(text: str) -> str:
+    """json for `{...}`/`[...]`, yaml for `key: value` lines, otherwise plain."""
+    stripped = text.strip()
+    if stripped.startswith(("{", "[")):
+        return "json"
+    first = next((line for line in stripped.splitlines() if line.strip() and not line.lstrip().startswith("#")), "")
+    return "yaml" if re.match(r"\s*[\w.-]+:(\s|$)", first) else ""

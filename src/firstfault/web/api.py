@@ -1,0 +1,140 @@
+"""The JSON API: diagnose (the contract of CONTRACT.md), entries, history. Errors: one JSON shape."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from ..errors import UnknownEntryError
+from ..render.contract import to_contract
+from ..render.entry import entry_to_dict
+from . import service
+from .app import render, search_index
+from .ingress import submission_from_body, submission_from_form
+from .limits import InputRejected
+
+router = APIRouter()
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "properties": {"error": {"type": "object", "properties": {
+        "status": {"type": "integer"}, "code": {"type": "string"}, "message": {"type": "string"}, "hint": {"type": "string"},
+    }}},
+}
+ERRORS = {
+    status: {"description": text, "content": {"application/json": {"schema": ERROR_SCHEMA}}}
+    for status, text in (
+        (413, "request, expanded logs or line count over the limit"),
+        (415, "a body that is not multipart/form-data, application/json or text/plain"),
+        (422, "malformed input: no logs, bad JSON or multipart, bad or unsafe archive, too many files"),
+    )
+}
+DIAGNOSE_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {"schema": {"type": "object", "properties": {
+                "files": {"type": "array", "items": {"type": "string", "format": "binary"},
+                          "description": "log files, or .zip / .tar.gz / .gz archives of a log folder"},
+                "text": {"type": "string", "description": "a pasted log"},
+                "mask_hosts": {"type": "boolean"},
+            }}},
+            "application/json": {"schema": {"type": "object", "properties": {
+                "text": {"type": "string"}, "name": {"type": "string"},
+                "files": {"type": "array", "items": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "text": {"type": "string"}}, "required": ["text"]}},
+                "mask_hosts": {"type": "boolean"},
+            }}},
+            "text/plain": {"schema": {"type": "string"}},
+        },
+    }
+}
+
+
+def _history(request: Request):
+    history = request.app.state.history
+    if history is None:
+        raise InputRejected(404, "history_off", "the history is off on this server", "start it without --no-history")
+    return history
+
+
+@router.post("/api/diagnose", tags=["diagnose"], openapi_extra=DIAGNOSE_BODY, responses=ERRORS,
+             summary="Diagnose logs; returns the firstfault.diagnosis/1 contract")
+async def api_diagnose(
+    request: Request,
+    mask_hosts: bool = Query(False, description="also mask host names"),
+    save: bool = Query(False, description="keep the masked diagnosis in the history"),
+):
+    limits = request.app.state.limits
+    if request.headers.get("content-type", "").startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
+        submission = await submission_from_form(request, limits)
+        submission.mask_hosts = submission.mask_hosts or mask_hosts
+        if submission.sample:
+            raise InputRejected(422, "no_input", "samples are for the web page; send logs", "")
+    else:
+        submission = await submission_from_body(request, limits, mask_hosts)
+    diagnosis, document = await service.diagnose(request.app, submission)
+    headers = {}
+    if save:
+        record_id = service.save(request.app, document)
+        if record_id is not None:
+            headers["location"] = f"/api/history/{record_id}"
+    return JSONResponse(to_contract(diagnosis), headers=headers)
+
+
+@router.get("/api/entries", tags=["encyclopedia"], summary="List entries, or search them with q")
+def api_entries(request: Request, q: str = Query("", max_length=4000), category: str = ""):
+    kb = request.app.state.kb
+    if q.strip():
+        found = [(hit.entry, round(hit.signature_weight + hit.text_score, 4)) for hit in search_index(request.app).search(q, limit=50)]
+    else:
+        found = [(entry, None) for entry in kb.entries]
+    return {"entries": [
+        {"id": entry.id, "title": entry.title, "category": entry.category, "severity": entry.severity,
+         "status": entry.status, "summary": " ".join(str(entry.get("summary", "")).split()),
+         "url": f"/entries/{entry.id}", **({"score": score} if score is not None else {})}
+        for entry, score in found if not category or entry.category == category
+    ]}
+
+
+@router.get("/api/entries/{entry_id}", tags=["encyclopedia"], summary="One entry, all its fields",
+            responses={404: {"description": "no such entry", "content": {"application/json": {"schema": ERROR_SCHEMA}}}})
+def api_entry(request: Request, entry_id: str):
+    try:
+        entry = request.app.state.kb.get(entry_id)
+    except UnknownEntryError as exc:
+        raise InputRejected(404, "unknown_entry", exc.message, exc.hint) from None
+    return entry_to_dict(entry)
+
+
+@router.get("/api/history", tags=["history"], summary="Past diagnoses, newest first")
+def api_history(request: Request, limit: int = Query(200, ge=1, le=1000)):
+    return {"history": [record.summary() for record in _history(request).list(limit)]}
+
+
+@router.get("/api/history/{record_id}", tags=["history"], summary="One past diagnosis (the masked contract)")
+def api_history_item(request: Request, record_id: int):
+    record = _history(request).get(record_id)
+    if record is None:
+        raise InputRejected(404, "not_found", f"no diagnosis {record_id} in the history")
+    document = {key: value for key, value in record.document.items() if key not in ("timeline", "upload_notes")}
+    return {**record.summary(), "diagnosis": document}
+
+
+@router.delete("/api/history/{record_id}", tags=["history"], summary="Delete one past diagnosis", status_code=204)
+def api_history_delete(request: Request, record_id: int):
+    if not _history(request).delete(record_id):
+        raise InputRejected(404, "not_found", f"no diagnosis {record_id} in the history")
+    return Response(status_code=204)
+
+
+@router.get("/api", include_in_schema=False)
+def api_docs(request: Request):
+    """The OpenAPI description as a page of our own (Swagger UI would load its scripts from a CDN)."""
+    schema = request.app.openapi()
+    operations = [
+        {"method": method.upper(), "path": path, "summary": op.get("summary", ""), "description": op.get("description", ""),
+         "parameters": op.get("parameters", []), "body": list((op.get("requestBody") or {}).get("content", {})),
+         "responses": sorted(op.get("responses", {}))}
+        for path, methods in schema.get("paths", {}).items() for method, op in methods.items()
+    ]
+    return render(request, "api.html", page="api", operations=operations, limits=request.app.state.limits)

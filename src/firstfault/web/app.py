@@ -1,0 +1,155 @@
+"""The FastAPI app: thin pages and an API over the same library the CLI uses.
+
+    create_app(db_path=None, history=True, limits=Limits())
+
+Pages load nothing from outside (no CDN): the Content-Security-Policy says so to the browser, and
+the OpenAPI description is served as JSON plus a page of our own, not the CDN-hosted Swagger UI.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.staticfiles import StaticFiles
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import __version__
+from ..errors import FirstfaultError
+from ..kb import load_knowledge_base
+from .errors import error_response, wants_html
+from .ingress import BodyLimit
+from .limits import InputRejected, Limits
+
+HERE = Path(__file__).parent
+log = logging.getLogger("firstfault.web")
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "font-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def host_name(header: str) -> str:
+    """The name part of a Host header: `[::1]:8000` -> `[::1]`, `localhost:8000` -> `localhost`."""
+    if header.startswith("["):
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0]
+
+
+def templates_environment() -> Environment:
+    from .timeline import anchor_id, render_timeline
+
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["kind"] = lambda value: type(value).__name__
+    env.filters["anchor"] = lambda point: anchor_id(point.get("source"), point.get("line"))
+    env.filters["when"] = lambda seconds: time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(seconds or 0)))
+    env.filters["percent"] = lambda value: f"{round(float(value or 0) * 100)}%"
+    env.globals["timeline"] = render_timeline
+    env.globals["version"] = __version__
+    return env
+
+
+def create_app(db_path: str | Path | None = None, history: bool = True, limits: Limits | None = None,
+               kb=None, allowed_hosts: tuple[str, ...] | None = None) -> FastAPI:
+    """The app. `db_path` None means the default file in the user's data dir; `history=False` stores nothing."""
+    from . import api, pages_diagnose, pages_encyclopedia, pages_history
+
+    limits = limits or Limits()
+    app = FastAPI(
+        title="firstfault",
+        version=__version__,
+        description="Find the first fault in the logs of a failed distributed training run.",
+        docs_url=None, redoc_url=None,  # both load their scripts from a CDN; /api is our own page
+        openapi_url="/openapi.json",
+    )
+    app.state.limits = limits
+    app.state.kb = kb or load_knowledge_base()
+    app.state.templates = templates_environment()
+    app.state.history = None
+    if history:
+        from ..history import History, default_path
+
+        app.state.history = History(db_path or default_path())
+    app.state.search_index = None
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next):
+        host = host_name(request.headers.get("host", ""))
+        if allowed_hosts is not None and host not in allowed_hosts:
+            # a DNS-rebinding page reaches us under its own name: refuse any name we were not started as
+            return error_response(InputRejected(421, "wrong_host", f"this server does not answer for {host!r}"),
+                                  wants_html(request), app.state.templates)
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            origin = request.headers.get("origin")
+            if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
+                return error_response(InputRejected(403, "cross_origin", "requests from other sites are refused"),
+                                      wants_html(request), app.state.templates)
+        response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    @app.exception_handler(InputRejected)
+    async def rejected(request: Request, exc: InputRejected):
+        return error_response(exc, wants_html(request), app.state.templates)
+
+    @app.exception_handler(FirstfaultError)
+    async def tool_error(request: Request, exc: FirstfaultError):
+        return error_response(InputRejected(422, "cannot_diagnose", exc.message, exc.hint), wants_html(request), app.state.templates)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+        message = f"invalid {where}: {first.get('msg', 'bad value')}" if where else "invalid request"
+        return error_response(InputRejected(422, "invalid_request", message), wants_html(request), app.state.templates)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        message = exc.detail if isinstance(exc.detail, str) else "request failed"
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"nothing at {request.url.path}"
+        return error_response(InputRejected(exc.status_code, code, message), wants_html(request), app.state.templates)
+
+    @app.exception_handler(Exception)
+    async def crashed(request: Request, exc: Exception):
+        # log the type only: the message of an exception raised on a log line may quote the raw line
+        log.error("internal error %s on %s %s", type(exc).__name__, request.method, request.url.path)
+        return error_response(InputRejected(500, "internal_error", "firstfault failed on this input",
+                                            "please report it with the firstfault version"), wants_html(request), app.state.templates)
+
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    for module in (pages_diagnose, pages_encyclopedia, pages_history, api):
+        app.include_router(module.router)
+    app.add_middleware(BodyLimit, max_bytes=limits.max_request_bytes)
+    return app
+
+
+def render(request: Request, template: str, status_code: int = 200, **context):
+    from fastapi.responses import HTMLResponse
+
+    env = request.app.state.templates
+    context.setdefault("history_enabled", request.app.state.history is not None)
+    return HTMLResponse(env.get_template(template).render(request=request, **context), status_code=status_code)
+
+
+def search_index(app):
+    if app.state.search_index is None:
+        from ..kb.search import SearchIndex
+
+        app.state.search_index = SearchIndex(app.state.kb)
+    return app.state.search_index

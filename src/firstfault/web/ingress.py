@@ -1,0 +1,183 @@
+"""Turn a request (form, multipart, JSON or plain text) into named log texts, within limits.
+
+Uploads stay in memory: the multipart parser is told to spool up to the request limit, so no
+upload spills into a temporary file. The raw text is handed to the pipeline, which masks it at
+ingress; nothing here keeps, logs or echoes it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from starlette.datastructures import UploadFile
+from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .archives import Budget, expand
+from .limits import InputRejected, Limits, malformed, too_large
+
+TRUE_WORDS = {"1", "true", "on", "yes"}
+
+
+@dataclass
+class Submission:
+    """The logs of one request, ready for `diagnose_texts`, and what was left out."""
+
+    files: list[tuple[str, bytes]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    mask_hosts: bool = False
+    sample: str = ""
+
+
+def upload_name(raw: str | None, fallback: str) -> str:
+    """A display name for an upload: a relative path with no `..`, or the fallback."""
+    parts = [part for part in (raw or "").replace("\\", "/").split("/") if part not in ("", ".", "..")]
+    return "/".join(parts)[-200:] or fallback
+
+
+def count_lines(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def finish(budget: Budget, mask_hosts: bool, sample: str = "") -> Submission:
+    if not budget.files:
+        raise malformed("no_input", "no log text in the request", "paste a log, or upload log files or an archive of a log folder")
+    lines = sum(count_lines(data) for _, data in budget.files)
+    if lines > budget.limits.max_lines:
+        raise too_large("too_many_lines", f"{lines} lines; the limit is {budget.limits.max_lines}")
+    return Submission(files=budget.files, notes=budget.notes, mask_hosts=mask_hosts, sample=sample)
+
+
+async def read_form(request, limits: Limits) -> tuple[list[tuple[str, str | UploadFile]], bool]:
+    """The form's items; multipart uploads are held in memory only."""
+    content_type = request.headers.get("content-type", "")
+    try:
+        if content_type.startswith("multipart/form-data"):
+            parser = MultiPartParser(
+                request.headers,
+                request.stream(),
+                max_files=limits.max_files,
+                max_fields=64,
+                max_part_size=limits.max_request_bytes,
+            )
+            parser.spool_max_size = limits.max_request_bytes + 1  # never roll over to a temp file
+            form = await parser.parse()
+        elif content_type.startswith("application/x-www-form-urlencoded"):
+            form = await FormParser(request.headers, request.stream(), max_part_size=limits.max_request_bytes).parse()
+        else:
+            raise InputRejected(415, "unsupported_media_type", f"cannot read a {content_type or 'missing'} content type",
+                                "send multipart/form-data, application/json or text/plain")
+    except MultiPartException as exc:
+        if "Too many files" in exc.message:
+            raise malformed("too_many_files", f"more than {limits.max_files} files in one request") from None
+        raise malformed("malformed_multipart", f"malformed multipart body: {exc.message}") from None
+    return list(form.multi_items()), True
+
+
+async def submission_from_form(request, limits: Limits) -> Submission:
+    items, _ = await read_form(request, limits)
+    budget = Budget(limits)
+    mask_hosts = False
+    sample = ""
+    pasted: list[str] = []
+    for key, value in items:
+        if isinstance(value, UploadFile):
+            data = await value.read()
+            await value.close()
+            if not data and not value.filename:
+                continue  # the browser sends an empty part when no file was chosen
+            expand(upload_name(value.filename, f"upload-{len(budget.files) + 1}.log"), data, budget)
+        elif key == "text":
+            if value.strip():
+                pasted.append(value)
+        elif key == "mask_hosts":
+            mask_hosts = value.lower() in TRUE_WORDS
+        elif key == "sample":
+            sample = value
+    for index, text in enumerate(pasted):
+        budget.add("pasted.log" if index == 0 else f"pasted-{index + 1}.log", text.encode("utf-8", "surrogateescape"))
+    if sample and not budget.files:
+        return Submission(sample=sample, mask_hosts=mask_hosts)
+    return finish(budget, mask_hosts)
+
+
+async def submission_from_body(request, limits: Limits, mask_hosts: bool) -> Submission:
+    """`POST /api/diagnose` with a JSON or plain-text body."""
+    content_type = request.headers.get("content-type", "")
+    body = await request.body()
+    budget = Budget(limits)
+    if content_type.startswith("application/json"):
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise malformed("malformed_json", f"the body is not valid JSON ({exc.__class__.__name__})") from None
+        if not isinstance(payload, dict):
+            raise malformed("malformed_json", "the JSON body must be an object with `text` or `files`")
+        unknown = set(payload) - {"text", "name", "files", "mask_hosts"}
+        if unknown:
+            raise malformed("malformed_json", f"unknown field(s): {', '.join(sorted(unknown))}", "use text, name, files, mask_hosts")
+        text, files = payload.get("text"), payload.get("files") or []
+        if text is not None and not isinstance(text, str):
+            raise malformed("malformed_json", "`text` must be a string")
+        if not isinstance(files, list) or not all(
+            isinstance(item, dict) and isinstance(item.get("text"), str) and isinstance(item.get("name", ""), str)
+            for item in files
+        ):
+            raise malformed("malformed_json", "`files` must be a list of {name, text} objects")
+        if isinstance(payload.get("mask_hosts"), bool):
+            mask_hosts = mask_hosts or payload["mask_hosts"]
+        if text:
+            budget.add(upload_name(payload.get("name") if isinstance(payload.get("name"), str) else None, "pasted.log"), text.encode("utf-8", "surrogateescape"))
+        for index, item in enumerate(files):
+            budget.add(upload_name(item.get("name"), f"file-{index + 1}.log"), item["text"].encode("utf-8", "surrogateescape"))
+    elif content_type.startswith("text/plain") or content_type == "":
+        if body.strip():
+            expand("pasted.log", body, budget)
+    else:
+        raise InputRejected(415, "unsupported_media_type", f"cannot read a {content_type} body",
+                            "send multipart/form-data (files), application/json ({\"text\": ...}) or text/plain")
+    return finish(budget, mask_hosts)
+
+
+class BodyLimit:
+    """ASGI middleware: refuse a body over `max_bytes`, by header or while it streams in."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or ()).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(scope, send)
+            return
+        received = 0
+
+        async def limited_receive():
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise self.error()
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+    def error(self) -> InputRejected:
+        return too_large("request_too_large", f"the request is larger than {self.max_bytes // (1024 * 1024)} MiB",
+                         "upload a .tar.gz of the log folder, or only the logs around the failure")
+
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        from .errors import error_response
+
+        response = error_response(self.error(), wants_html=_wants_html(scope))
+        await response(scope, None, send)
+
+
+def _wants_html(scope: Scope) -> bool:
+    headers = dict(scope.get("headers") or ())
+    return not scope.get("path", "").startswith("/api/") and b"text/html" in headers.get(b"accept", b"")

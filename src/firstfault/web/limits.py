@@ -1,0 +1,43 @@
+"""What one request may send, and the error a request gets when it sends more.
+
+Every limit is answered with one JSON error shape (or the same message on an HTML page):
+413 when something is too large (request body, expanded archive, lines), 422 when the input is
+malformed or there is too much of it by count (files, archive members, unsafe archive paths).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_request_bytes: int = 64 * MiB  # the raw HTTP body, archives still compressed
+    max_total_bytes: int = 256 * MiB  # all log text after archives are expanded
+    max_files: int = 512  # log files after archives are expanded
+    max_lines: int = 2_000_000  # lines over all files
+    max_archive_members: int = 4096  # entries of one archive, folders included
+    max_compression_ratio: int = 200  # expanded/compressed size of one member before it counts as a bomb
+
+
+class InputRejected(Exception):
+    """The request's input breaks a limit or cannot be read; `status` is the HTTP answer."""
+
+    def __init__(self, status: int, code: str, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.hint = hint
+
+    def as_json(self) -> dict:
+        return {"error": {"status": self.status, "code": self.code, "message": self.message, "hint": self.hint}}
+
+
+def too_large(code: str, message: str, hint: str = "") -> InputRejected:
+    return InputRejected(413, code, message, hint or "split the logs, or keep only the ranks and the time window around the failure")
+
+
+def malformed(code: str, message: str, hint: str = "") -> InputRejected:
+    return InputRejected(422, code, message, hint)

@@ -1,0 +1,50 @@
+"""Diagnose pages: the paste/upload form with samples, and the result page."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse
+
+from ..render.entry_sections import FIX, VERIFY, build_sections
+from . import samples, service
+from .app import render
+from .ingress import submission_from_form
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/")
+def diagnose_form(request: Request):
+    return render(request, "diagnose.html", page="diagnose", samples=samples.SAMPLES, limits=request.app.state.limits)
+
+
+@router.post("/diagnose")
+async def diagnose_submit(request: Request):
+    submission = await submission_from_form(request, request.app.state.limits)
+    _, document = await service.diagnose(request.app, submission)
+    record_id = service.save(request.app, document)
+    if record_id is not None:
+        return RedirectResponse(f"/history/{record_id}", status_code=303)
+    return result_page(request, document, record_id=None)
+
+
+def fix_sections(kb, document: dict):
+    """The entry's Fix and Verification sections, placeholders filled from the log."""
+    primary = document.get("primary")
+    if not primary or primary.get("failure_id") not in kb:
+        return None, []
+    entry = kb.get(primary["failure_id"])
+    initiating = primary.get("initiating") or {}
+    values = {key: value for key, value in (primary.get("fix_values") or {}).items() if value is not None}
+    for key in ("rank", "host"):
+        if initiating.get(key) is not None:
+            values.setdefault(key, initiating[key])
+    sections = [section for section in build_sections(entry, values) if section.heading in (FIX, VERIFY)]
+    return entry, sections
+
+
+def result_page(request: Request, document: dict, record_id: int | None, created: float | None = None):
+    kb = request.app.state.kb
+    entry, sections = fix_sections(kb, document)
+    titles = {item.id: item.title for item in kb.entries}
+    return render(request, "result.html", page="diagnose", doc=document, entry=entry, sections=sections,
+                  titles=titles, record_id=record_id, created=created)

@@ -1,0 +1,67 @@
+"""The document a result page is drawn from: the JSON contract plus the timeline's points.
+
+The page, the history and the API all start from `to_contract(diagnosis)`; the page adds every
+evidence line of every finding (the contract keeps only the first line of a collateral group) so
+the timeline can show the whole cascade. Everything in it is already masked by the pipeline.
+"""
+from __future__ import annotations
+
+from ..model import Diagnosis, Evidence
+from ..render.contract import iso_time, to_contract
+
+MAX_POINTS = 2000
+
+
+def _point(evidence: Evidence, kind: str, failure_id: str) -> dict:
+    return {
+        "source": evidence.source,
+        "line": evidence.line,
+        "rank": evidence.rank,
+        "host": evidence.host,
+        "time": iso_time(evidence.time),
+        "t": evidence.time,
+        "text": evidence.text,
+        "failure_id": evidence.failure_id or failure_id,
+        "role": evidence.role or None,
+        "kind": kind,
+    }
+
+
+def timeline_points(diagnosis: Diagnosis) -> list[dict]:
+    """Every evidence line as one point: kind is first (the first fault), primary, collateral or error."""
+    points: dict[tuple[str, int], dict] = {}
+    initiating = diagnosis.initiating
+    if initiating is not None:
+        primary_id = diagnosis.primary.failure_id if diagnosis.primary else ""
+        points[(initiating.source, initiating.line)] = _point(initiating, "first", primary_id)
+    groups = [(diagnosis.primary, "primary")] if diagnosis.primary else []
+    groups += [(finding, "collateral") for finding in diagnosis.collateral]
+    for finding, kind in groups:
+        for evidence in finding.evidence:
+            points.setdefault((evidence.source, evidence.line), _point(evidence, kind, finding.failure_id))
+    for evidence in diagnosis.error_lines:
+        points.setdefault((evidence.source, evidence.line), _point(evidence, "error", ""))
+    return list(points.values())[:MAX_POINTS]
+
+
+def build_document(diagnosis: Diagnosis, notes: list[str] | tuple[str, ...] = ()) -> dict:
+    """What the history stores and the result page shows: contract + timeline + ingress notes."""
+    document = to_contract(diagnosis)
+    document["timeline"] = timeline_points(diagnosis)
+    document["upload_notes"] = list(notes)
+    return document
+
+
+def title_of(document: dict, kb=None) -> str:
+    """A short line for the history list: the failure, where it started, what was read."""
+    primary = document.get("primary")
+    files = (document.get("inputs") or {}).get("files") or []
+    read = files[0] if len(files) == 1 else f"{len(files)} files"
+    if not primary:
+        return f"{'no failure found' if document.get('status') == 'healthy' else 'unexplained failure'} · {read}"
+    failure = primary.get("failure_id") or "failure"
+    if kb is not None and failure in kb:
+        failure = kb.get(failure).title
+    where = primary.get("initiating") or {}
+    at = f" on rank {where['rank']}" if where.get("rank") is not None else (f" on {where['host']}" if where.get("host") else "")
+    return f"{failure}{at} · {read}"

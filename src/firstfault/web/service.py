@@ -1,0 +1,37 @@
+"""Run the pipeline for a submission and keep the result (masked) in the history."""
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+
+from .. import pipeline
+from ..model import Diagnosis
+from . import samples
+from .ingress import Submission
+from .limits import InputRejected
+from .report import build_document, title_of
+
+
+async def diagnose(app, submission: Submission) -> tuple[Diagnosis, dict]:
+    """The diagnosis of the submission's logs (or of a sample) and the page document built from it."""
+    files = submission.files
+    if submission.sample:
+        sample = samples.get(submission.sample)
+        if sample is None:
+            raise InputRejected(404, "not_found", f"no sample called {submission.sample[:60]!r}")
+        files = sample.read()
+    try:
+        diagnosis = await run_in_threadpool(
+            pipeline.diagnose_texts, files, mask_hosts=submission.mask_hosts, kb=app.state.kb
+        )
+    except NotImplementedError:
+        raise InputRejected(503, "engine_unavailable", "the diagnosis engine is not available in this build",
+                            "install a released firstfault") from None
+    return diagnosis, build_document(diagnosis, submission.notes)
+
+
+def save(app, document: dict) -> int | None:
+    """Store the masked document; None when the history is off."""
+    history = app.state.history
+    if history is None:
+        return None
+    return history.add(document, title_of(document, app.state.kb))
