@@ -1,7 +1,6 @@
 """`firstfault lab`: run small real training jobs with injected faults and diagnose their logs."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import tempfile
@@ -50,11 +49,7 @@ def run_list(args) -> int:
 
 
 def run_scenario(args) -> int:
-    if importlib.util.find_spec("torch") is None:
-        print(NEEDS_TORCH, file=sys.stderr)
-        return 2
     from ..lab import scenarios
-    from ..lab.runner import LabError, diagnose_case, judge, run_scenario as run
 
     try:
         scenario = scenarios.get(args.scenario)
@@ -62,6 +57,12 @@ def run_scenario(args) -> int:
         print(f"firstfault: error: no scenario {args.scenario!r}", file=sys.stderr)
         print("hint: `firstfault lab list` shows them", file=sys.stderr)
         return 2
+    try:
+        import torch  # noqa: F401  (the runner needs it in-process too)
+    except ImportError:
+        print(NEEDS_TORCH, file=sys.stderr)
+        return 2
+    from ..lab.runner import LabError, diagnose_case, judge, run_scenario as run
     out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix=f"firstfault-lab-{scenario.name}-"))
     try:
         lab_run = run(scenario, out_dir=out_dir, layout=args.layout, world_size=args.world_size, rank=args.rank,

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 
 from ..model import Match
 
@@ -16,12 +17,27 @@ def time_key(match: Match) -> tuple:
     return (origin.time if origin.time is not None else math.inf, match.order)
 
 
+# A warning is not where a failure starts: "UserWarning: ... CUDA out of memory" was survived.
+_WARNING_LINE = re.compile(r"\b[A-Z][A-Za-z]*Warning: ")
+WARNING_DEMOTION = 0.6
+
+
+def demote_warning(match: Match) -> Match:
+    """A root hit on a warning line counts only as a weaker symptom."""
+    text = match.line.text
+    if match.role != "root" or "NCCL WARN" in text or not _WARNING_LINE.search(text[:400]):
+        return match
+    signature = replace(match.signature, role="symptom", weight=match.signature.weight * WARNING_DEMOTION)
+    return replace(match, signature=signature)
+
+
 def line_winners(matches: list[Match]) -> list[Match]:
     """Per input line, the failure signature with the highest weight (context hits excluded)."""
     best: dict[tuple[str, int], Match] = {}
     for match in matches:
         if match.role == "context":
             continue
+        match = demote_warning(match)
         key = (match.line.origin.source, match.line.origin.line)
         current = best.get(key)
         if current is None or match.signature.weight > current.signature.weight:

@@ -24,15 +24,17 @@ class HangVerdict:
 
 
 def _op_for(timeout: Match, frames: list[Match]) -> str | None:
-    if timeout.captures.get("op"):
-        return timeout.captures["op"].lower()
+    """The collective the rank was in: its traceback's innermost c10d frame, else the
+    OpType the watchdog line names (a gloo send/recv is transport, not a collective)."""
     origin = timeout.line.origin
     before = [frame for frame in frames
               if frame.line.origin.source == origin.source and frame.line.origin.rank == origin.rank
               and 0 <= origin.line - frame.line.origin.line <= 60]
-    if not before:
-        return None
-    return before[-1].captures.get("op")
+    if before:
+        op = before[-1].captures.get("op")
+        return "backward" if op in BACKWARD_OPS else op
+    op = (timeout.captures.get("op") or "").lower()
+    return op if op and op not in ("send", "recv") else None
 
 
 def _is_disconnect(match: Match) -> bool:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..ingest.attribution import device_mentioned, rank_mentioned
+from ..match.context import LAUNCHER_FAILED
 from ..match.scanner import FileScan, RawHit
 from ..model import LogLine, Match, Origin
 
@@ -51,11 +53,18 @@ def resolve(scans: list[FileScan]) -> list[Match]:
 def _who(hit: RawHit, scan: FileScan, offset: int | None) -> tuple[int | None, str | None]:
     prefix = hit.prefix
     local = prefix.local_rank if prefix.local_rank is not None else scan.hints.local_rank
+    if hit.signature.name == LAUNCHER_FAILED:
+        local = int(hit.captures["local"])  # the launcher names the local rank that failed
     rank = prefix.rank
     if rank is None and local is not None and offset is not None:
         rank = local + offset
     if rank is None:
         rank = scan.hints.rank
+    if rank is None:
+        rank = rank_mentioned(hit.text[prefix.offset:])
+    if rank is None and offset is not None:
+        device = device_mentioned(hit.text)
+        rank = device + offset if device is not None else None
     host = prefix.host or (scan.nccl_hosts.get(local) if local is not None else None) or scan.hints.host
     return rank, host
 

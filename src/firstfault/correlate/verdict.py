@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..match.context import FAILURE_SIGNATURES, FRAME_SIGNATURES
+from dataclasses import replace
+
+from ..match.context import FAILURE_SIGNATURES, FRAME_SIGNATURES, LAUNCHER_FAILED
 from ..model import Diagnosis, Evidence, Finding, InputSummary, Match
 from .events import Incident, incidents, line_winners, time_key
 from .hangs import analyse
@@ -32,8 +34,11 @@ def correlate(matches: list[Match], inputs: InputSummary, single_process: bool) 
     if primary is None:
         return _no_primary(winners, matches, inputs, notes)
     initiating = evidence_of(initiating_match)
-    if initiating.rank is None and single_process:
-        initiating = Evidence(**{**initiating.__dict__, "rank": 0})
+    if initiating.rank is None:
+        rank = 0 if single_process else _launcher_failed_rank(matches, initiating_match)
+        if rank is not None:
+            initiating = replace(initiating, rank=rank)
+            notes.append(f"the failing line carries no rank; rank {rank} is the one the launcher reported failing first")
     if not inputs.timed and len(inputs.files) > 1 and len({m.line.origin.source for m in winners}) > 1:
         notes.append("some files carry no timestamps: the order across files is uncertain, so the first fault is judged by file order there")
     primary_finding = _finding(primary, [m for m in winners if m.entry_id == primary], initiating_match)
@@ -42,6 +47,15 @@ def correlate(matches: list[Match], inputs: InputSummary, single_process: bool) 
     fix_values = _fix_values(initiating_match, primary_finding)
     return Diagnosis("failure", primary_finding, initiating, tuple(collateral), tuple(candidates), inputs,
                      tuple(notes), (), fix_values)
+
+
+def _launcher_failed_rank(matches: list[Match], initiating: Match) -> int | None:
+    """The rank torchrun reported as failing first with a real error (not its own SIGTERM)."""
+    reports = [m for m in matches if m.signature.name == LAUNCHER_FAILED
+               and m.captures.get("code") not in ("-15", "15", "143") and m.line.origin.rank is not None]
+    if not reports:
+        return None
+    return min(reports, key=time_key).line.origin.rank
 
 
 def _choose_primary(roots: list[Incident], winners: list[Match], matches: list[Match], ranks: list[int]):

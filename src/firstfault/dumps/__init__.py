@@ -6,8 +6,16 @@ files the returned report lists in `consumed`.
 from .analysis import analyze_flight_recorder
 from .discover import analyze_contents, analyze_files, classify
 from .flight_recorder import FlightRecorderDump, load_dump, parse_dump
-from .results import (Collective, DumpReport, FlightRecorderResult, Frame, Mismatch,
-                      RankPosition, StackGroup, StackResult)
+from .results import (
+                      Collective,
+                      DumpReport,
+                      FlightRecorderResult,
+                      Frame,
+                      Mismatch,
+                      RankPosition,
+                      StackGroup,
+                      StackResult,
+)
 from .stacks import RankStack, group_stacks, load_stacks, parse_stack_text
 
 __all__ = [

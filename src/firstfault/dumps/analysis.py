@@ -15,7 +15,7 @@ from typing import Sequence
 
 from .flight_recorder import Entry, FlightRecorderDump
 from .ranks import format_ranks
-from .results import (Collective, FlightRecorderResult, Mismatch, RankPosition)
+from .results import Collective, FlightRecorderResult, Mismatch, RankPosition
 from .stack_frames import short, user_frame
 
 COMPARED_FIELDS = ("op", "input_dtypes", "output_dtypes", "input_sizes", "output_sizes")
@@ -230,6 +230,9 @@ def _explain(first, others, missing, positions, by_rank) -> list[str]:
     if missing:
         lines.append(f"No dump from {format_ranks(missing)}: what it last did is unknown "
                      "(the guilty rank's own dump is often the one missing).")
+    if any(entry.is_p2p for dump in by_rank.values() for entry in dump.entries):
+        lines.append("Point-to-point operations (send/recv) were recorded; they are not "
+                     "compared across ranks.")
     return lines
 
 

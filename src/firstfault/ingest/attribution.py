@@ -17,11 +17,15 @@ _SRUN = re.compile(r"\s{0,3}(\d{1,5}): ")
 _HOST = re.compile(r"([A-Za-z][A-Za-z0-9_.-]*\d[A-Za-z0-9_.-]*|\d{1,3}(?:\.\d{1,3}){3}): ")
 _GLOBAL = re.compile(r"\[rank(\d{1,6})\]:")
 _LOCAL = re.compile(r"\[([A-Za-z_][A-Za-z_-]*?)(\d{1,4})\]:")
-_RAY = re.compile(r"\((?:[A-Za-z_][\w.]* )?pid=\d+(?:, ip=(?P<ip>[\d.]+))?\)\s?")
+# Ray / vLLM process prefixes: `(RayTrainWorker pid=12, ip=10.0.0.5)`, `(VllmWorker TP1 pid=3523)`
+_RAY = re.compile(r"\((?:[A-Za-z_][\w.]*,? )?(?:(?:TP|PP|DP|EP|rank)[ =]?(?P<index>\d{1,4}) )?pid=\d+(?:, ip=(?P<ip>[\d.]+))?\)\s?")
 _NCCL = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d{1,3})\] NCCL ")
 _SYSLOG_HOST = re.compile(
     r"(?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-][\d:]+)?) (\S+) (?:kernel|slurmd|slurmstepd|systemd)")
-_RANK_IN_TEXT = re.compile(r"\b[Rr]ank[ =:](\d{1,6})\b")
+_RANK_IN_TEXT = re.compile(r"\b(?:on |global )?[Rr]ank[ =:]\s?(\d{1,6})\b")
+# A device index in a message ("GPU 1;", "cuda:1", "device 1") names a LOCAL rank under the
+# usual one-process-per-GPU launch.
+_DEVICE_IN_TEXT = re.compile(r"\(GPU (\d{1,2})[;)]|\bGPU (\d{1,2}) has a total capacity|\bcuda:(\d{1,2})\b|\bdevice[ =](\d{1,2})\b")
 
 # Words that look like host prefixes (letters + digits + colon) but are not hosts.
 _NOT_HOSTS = re.compile(r"(?i)(?:epoch|step|iter|iteration|layer|rank|gpu|cuda|loss|node|worker|batch|e\d{4}|[iwef]\d{4})\d*")
@@ -70,6 +74,8 @@ def parse_prefix(line: str) -> LinePrefix:
         match = _RAY.match(line, position)
         if match:
             host = match.group("ip") or host
+            if match.group("index") is not None and local_rank is None:
+                local_rank = int(match.group("index"))
             position = match.end()
             continue
         match = _HOST.match(line, position)
@@ -142,3 +148,11 @@ def rank_mentioned(text: str) -> int | None:
     """A rank named in the message itself ("rank 3", "Rank=3"), used as a last resort."""
     match = _RANK_IN_TEXT.search(text)
     return int(match.group(1)) if match else None
+
+
+def device_mentioned(text: str) -> int | None:
+    """A CUDA device index named in the message ("GPU 1;", "cuda:1"), a local-rank hint."""
+    match = _DEVICE_IN_TEXT.search(text)
+    if not match:
+        return None
+    return int(next(group for group in match.groups() if group is not None))

@@ -118,8 +118,8 @@ def _prepare(scenario: Scenario, work: Path, actions: list) -> None:
         train.write_checkpoint(str(path), hidden=48)
         actions.append("wrote checkpoints/last.pt from a model with hidden size 48")
     else:
-        train.write_checkpoint(str(path), truncate_to=0.6)
-        actions.append("wrote checkpoints/last.pt and truncated it to 60% of its size")
+        train.write_checkpoint(str(path), truncate_to=0.8)
+        actions.append("wrote checkpoints/last.pt and truncated it to 80% of its size")
 
 
 def _stale_store(port: int):

@@ -214,8 +214,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         also_acceptable=PEER, train_args=("--resume", "{work}/checkpoints/last.pt"), driver="stale-checkpoint",
         default_layout="tee", default_world_size=2, default_rank=0),
     Scenario(
-        "checkpoint-truncated", "resuming from a checkpoint cut to 60% of its size", "checkpoint-corrupt",
-        "The resume checkpoint was truncated to 60% (an interrupted copy); rank 0's torch.load failed reading "
+        "checkpoint-truncated", "resuming from a checkpoint cut to 80% of its size", "checkpoint-corrupt",
+        "The resume checkpoint was truncated to 80% (an interrupted copy); rank 0's torch.load failed reading "
         "the zip archive. The other ranks failed waiting in the broadcast.",
         evidence='PytorchStreamReader failed',
         also_acceptable=PEER, train_args=("--resume", "{work}/checkpoints/last.pt"), driver="truncated-checkpoint",

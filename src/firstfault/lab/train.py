@@ -231,7 +231,10 @@ def write_checkpoint(path: str, hidden: int = 64, truncate_to: float = 1.0) -> N
     """A checkpoint as an earlier run would have left it (the lab's preparation step)."""
     torch.manual_seed(0)
     model = ToyNet(hidden=hidden)
-    torch.save({"model": model.state_dict(), "epoch": 3}, path)
+    state = model.state_dict()
+    ema = {key: value.clone() for key, value in state.items()}
+    momentum = {key: torch.zeros_like(value) for key, value in state.items()}
+    torch.save({"model": state, "ema": ema, "momentum": momentum, "epoch": 3}, path)
     if truncate_to < 1.0:
         size = os.path.getsize(path)
         with open(path, "r+b") as handle:

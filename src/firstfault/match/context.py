@@ -19,6 +19,7 @@ def _context(name: str, pattern: str) -> Signature:
 CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("frame", r'distributed_c10d\.py", line \d+, in (?P<op>[a-z_]+)'),
     _context("frame-backward", r'(?P<op>_engine_run_backward|run_backward)\('),
+    _context("launcher-failed", r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)"),
     _context("failed-traceback", r"Traceback \(most recent call last\)"),
     _context("failed-exit", r"(?i)(?:exit ?code|exit status|exited with (?:code|status))\s*[:=]?\s*(?P<code>-?[1-9]\d*)"),
     _context("failed-signal", r"(?i)(?:Segmentation fault|core dumped|Aborted \(core|fatal error|Fatal Python error|\bKilled\b)"),
@@ -26,4 +27,5 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
 )
 
 FRAME_SIGNATURES = ("frame", "frame-backward")
-FAILURE_SIGNATURES = ("failed-traceback", "failed-exit", "failed-signal", "failed-word")
+LAUNCHER_FAILED = "launcher-failed"
+FAILURE_SIGNATURES = ("launcher-failed", "failed-traceback", "failed-exit", "failed-signal", "failed-word")

@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -48,6 +49,14 @@ def host_name(header: str) -> str:
     return header.rsplit(":", 1)[0]
 
 
+def inline_code(text) -> Markup:
+    """Escape `text` and show its `backticked` parts as code, as the terminal renderer does."""
+    parts = str(text or "").split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: show the text as it is
+        return Markup(escape(str(text or "")))
+    return Markup("".join(f"<code>{escape(part)}</code>" if index % 2 else str(escape(part)) for index, part in enumerate(parts)))
+
+
 def templates_environment() -> Environment:
     from .timeline import anchor_id, render_timeline
 
@@ -56,6 +65,8 @@ def templates_environment() -> Environment:
     env.filters["kind"] = lambda value: type(value).__name__
     env.filters["anchor"] = lambda point: anchor_id(point.get("source"), point.get("line"))
     env.filters["when"] = lambda seconds: time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(seconds or 0)))
+    env.filters["ticks"] = inline_code
+    env.filters["clock"] = lambda iso: (iso or "")[11:23].rstrip("Z")
     env.filters["percent"] = lambda value: f"{round(float(value or 0) * 100)}%"
     env.globals["timeline"] = render_timeline
     env.globals["version"] = __version__

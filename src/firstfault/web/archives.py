@@ -17,6 +17,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 
+from ..mask import mask_secrets
 from .limits import Limits, malformed, too_large
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -38,6 +39,7 @@ class Budget:
         return self.limits.max_total_bytes - self.total_bytes
 
     def add(self, name: str, data: bytes) -> None:
+        name = mask_secrets(name)  # names reach the diagnosis and the history as they are
         if len(self.files) >= self.limits.max_files:
             raise malformed(
                 "too_many_files",
@@ -58,6 +60,7 @@ def _expanded_too_large(limits: Limits):
 
 
 def _shown(name: str) -> str:
+    name = mask_secrets(name)
     return name if len(name) <= 160 else name[:157] + "..."
 
 

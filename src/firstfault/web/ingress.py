@@ -13,6 +13,7 @@ from starlette.datastructures import UploadFile
 from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..mask import mask_secrets
 from .archives import Budget, expand
 from .limits import InputRejected, Limits, malformed, too_large
 
@@ -30,9 +31,9 @@ class Submission:
 
 
 def upload_name(raw: str | None, fallback: str) -> str:
-    """A display name for an upload: a relative path with no `..`, or the fallback."""
+    """A display name for an upload: a relative path with no `..`, secrets masked, or the fallback."""
     parts = [part for part in (raw or "").replace("\\", "/").split("/") if part not in ("", ".", "..")]
-    return "/".join(parts)[-200:] or fallback
+    return mask_secrets("/".join(parts)[-200:]) or fallback
 
 
 def count_lines(data: bytes) -> int:
