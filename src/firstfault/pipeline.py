@@ -89,8 +89,9 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
         skipped=tuple(all_skipped),
         timed=all(scan.last_time is not None for scan in read),
     )
-    single_process = not summary.ranks and len(read) >= 1
-    diagnosis = correlate(matches, summary, single_process)
+    single_process = set(summary.ranks) <= {0} and len(summary.hosts) <= 1
+    source_lines = {scan.input.display: scan.stats.lines for scan in read}
+    diagnosis = correlate(matches, summary, single_process, source_lines)
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..ingest.attribution import device_mentioned, rank_mentioned
-from ..match.context import LAUNCHER_FAILED
+from ..match.context import LAUNCHER_FAILED, LAUNCHER_NODE
 from ..match.scanner import FileScan, RawHit
 from ..model import LogLine, Match, Origin
 
@@ -35,14 +35,16 @@ def resolve(scans: list[FileScan]) -> list[Match]:
     """Every hit of every file as a Match with its Origin, in input order."""
     world = local_world_size(scans)
     any_node_hints = any(scan.hints.node_rank is not None for scan in scans)
+    host_offsets = _host_offsets(scans)
     matches: list[Match] = []
     order = 0
     for scan in scans:
         offset = _file_offset(scan, world)
-        if offset is None and not any_node_hints:
+        if offset is None and not any_node_hints and not host_offsets:
             offset = 0  # single node: local rank == global rank
         for hit in scan.hits:
-            rank, host = _who(hit, scan, offset)
+            host = hit.prefix.host
+            rank, host = _who(hit, scan, host_offsets.get(host, offset) if host else offset)
             origin = Origin(source=scan.input.display, line=hit.line, rank=rank, host=host,
                             time=hit.time, time_inherited=hit.time_inherited)
             matches.append(Match(hit.signature, LogLine(hit.text, origin), hit.captures, order))
@@ -50,10 +52,20 @@ def resolve(scans: list[FileScan]) -> list[Match]:
     return matches
 
 
+def _host_offsets(scans: list[FileScan]) -> dict[str, int]:
+    """host -> node_rank x local processes, from the launcher's per-node report lines."""
+    offsets = {}
+    for scan in scans:
+        for hit in scan.hits:
+            if hit.signature.name == LAUNCHER_NODE and hit.prefix.host:
+                offsets[hit.prefix.host] = int(hit.captures["node_rank"]) * int(hit.captures["local_procs"])
+    return offsets
+
+
 def _who(hit: RawHit, scan: FileScan, offset: int | None) -> tuple[int | None, str | None]:
     prefix = hit.prefix
     local = prefix.local_rank if prefix.local_rank is not None else scan.hints.local_rank
-    if hit.signature.name == LAUNCHER_FAILED:
+    if hit.signature.name in LAUNCHER_FAILED:
         local = int(hit.captures["local"])  # the launcher names the local rank that failed
     rank = prefix.rank
     if rank is None and local is not None and offset is not None:

@@ -24,9 +24,17 @@ def evidence_of(match: Match) -> Evidence:
                     signature.entry_id, signature.name, signature.role)
 
 
-def correlate(matches: list[Match], inputs: InputSummary, single_process: bool) -> Diagnosis:
+SURVIVABLE_WEIGHT = 0.7  # errors this generic can be caught and logged by a healthy run
+SURVIVED_AFTER_LINES = 20
+
+
+def correlate(matches: list[Match], inputs: InputSummary, single_process: bool,
+              source_lines: dict | None = None) -> Diagnosis:
     winners = line_winners(matches)
     roots = incidents(winners, ("root",))
+    if roots and _all_survived(roots, winners, matches, source_lines or {}):
+        return Diagnosis("healthy", None, None, (), (), inputs, (
+            "errors were logged but the run went on and nothing failed afterwards: they were caught and survived",))
     notes: list[str] = []
     primary, initiating_match, reason = _choose_primary(roots, winners, matches, list(inputs.ranks))
     if reason:
@@ -49,10 +57,29 @@ def correlate(matches: list[Match], inputs: InputSummary, single_process: bool) 
                      tuple(notes), (), fix_values)
 
 
+def _all_survived(roots: list[Incident], winners: list[Match], matches: list[Match], source_lines: dict) -> bool:
+    """True when every root error is generic, the run kept writing long after it, and no
+    sign of a failure (collateral, non-zero exit, fatal signal) exists anywhere."""
+    if any(m.role in ("collateral", "symptom") for m in winners):
+        return False
+    if any(m.signature.name in (*LAUNCHER_FAILED, "failed-exit", "failed-signal") for m in matches):
+        return False
+    for incident in roots:
+        last = incident.matches[-1].line.origin
+        if incident.weight > SURVIVABLE_WEIGHT:
+            return False
+        if source_lines.get(last.source, 0) - last.line < SURVIVED_AFTER_LINES:
+            return False
+    return True
+
+
 def _launcher_failed_rank(matches: list[Match], initiating: Match) -> int | None:
     """The rank torchrun reported as failing first with a real error (not its own SIGTERM)."""
-    reports = [m for m in matches if m.signature.name == LAUNCHER_FAILED
+    reports = [m for m in matches if m.signature.name in LAUNCHER_FAILED
                and m.captures.get("code") not in ("-15", "15", "143") and m.line.origin.rank is not None]
+    host = initiating.line.origin.host
+    same_host = [m for m in reports if host and m.line.origin.host == host]
+    reports = same_host or reports
     if not reports:
         return None
     return min(reports, key=time_key).line.origin.rank
@@ -60,12 +87,18 @@ def _launcher_failed_rank(matches: list[Match], initiating: Match) -> int | None
 
 def _choose_primary(roots: list[Incident], winners: list[Match], matches: list[Match], ranks: list[int]):
     """(failure_id, initiating match, note) or (None, None, note)."""
+    symptoms = [match for match in winners if match.role == "symptom"]
     if roots:
         strongest = max(incident.weight for incident in roots)
         eligible = [incident for incident in roots if incident.weight >= strongest - SPECIFICITY_MARGIN]
         first = eligible[0]
+        # A generic root (any exception) loses to an earlier or stronger specific symptom.
+        specific = [m for m in symptoms if m.signature.weight >= strongest + SPECIFICITY_MARGIN / 2]
+        if specific:
+            earliest = min(specific, key=time_key)
+            if time_key(earliest) < time_key(first.first) or earliest.signature.weight >= strongest + SPECIFICITY_MARGIN:
+                return earliest.entry_id, earliest, ""
         return first.failure_id, first.strongest, ""
-    symptoms = [match for match in winners if match.role == "symptom"]
     if symptoms:
         best = max(match.signature.weight for match in symptoms)
         chosen = min((m for m in symptoms if m.signature.weight >= best - 0.1), key=time_key)

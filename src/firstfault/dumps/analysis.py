@@ -134,8 +134,9 @@ def _first_disagreement(pg_id, by_rank, expected, missing) -> _Finding | None:
 
 def _disagreement_at(seq, pg_id, seqs, by_rank, members, missing, last_seq) -> _Finding | None:
     present = {rank: table[seq] for rank, table in seqs.items() if seq in table}
-    silent = tuple(rank for rank, table in seqs.items()
-                   if seq not in table and max(table, default=0) < seq)
+    issued_ns = min(entry.time_created_ns for entry in present.values())
+    silent = tuple(rank for rank, table in seqs.items() if seq not in table and (
+        max(table) < seq if table else _covers(by_rank[rank], issued_ns)))
     mismatch = _mismatches(present)
     completed = {rank for rank, entry in present.items() if by_rank[rank].completed(entry)}
     open_ranks = set(present) - completed
@@ -150,9 +151,15 @@ def _disagreement_at(seq, pg_id, seqs, by_rank, members, missing, last_seq) -> _
     sample = next(iter(present.values()))
     collective = Collective(pg_id=pg_id, pg_name=sample.pg_name, pg_desc=sample.pg_desc,
                             seq_id=seq, op=_majority_op(present), is_p2p=False)
-    return _Finding(collective=collective, time_ns=min(e.time_created_ns for e in present.values()),
+    return _Finding(collective=collective, time_ns=issued_ns,
                     silent=silent, stuck=tuple(sorted(stuck)), waiting=waiting,
                     mismatch=mismatch, suspected=suspected, members=tuple(sorted(members)))
+
+
+def _covers(dump: FlightRecorderDump, time_ns: int) -> bool:
+    """Whether a rank's ring buffer reaches back to time_ns. The buffer is shared by all
+    groups, so a rank with no entry of a group may have lost them to newer ones."""
+    return not dump.entries or min(entry.time_created_ns for entry in dump.entries) <= time_ns
 
 
 def _not_started(present: dict[int, Entry], by_rank) -> set[int]:

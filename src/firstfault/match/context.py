@@ -20,6 +20,9 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("frame", r'distributed_c10d\.py", line \d+, in (?P<op>[a-z_]+)'),
     _context("frame-backward", r'(?P<op>_engine_run_backward|run_backward)\('),
     _context("launcher-failed", r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)"),
+    # DeepSpeed's launcher: which local rank died, and each node's rank and process count
+    _context("launcher-failed-deepspeed", r"sigkill_handler\] \[.*'--local_rank=(?P<local>\d+)'.*\] exits with return code = (?P<code>-?\d+)"),
+    _context("launcher-node", r"nnodes=(?P<nnodes>\d+), num_local_procs=(?P<local_procs>\d+), node_rank=(?P<node_rank>\d+)"),
     _context("failed-traceback", r"Traceback \(most recent call last\)"),
     _context("failed-exit", r"(?i)(?:exit ?code|exit status|exited with (?:code|status))\s*[:=]?\s*(?P<code>-?[1-9]\d*)"),
     _context("failed-signal", r"(?i)(?:Segmentation fault|core dumped|Aborted \(core|fatal error|Fatal Python error|\bKilled\b)"),
@@ -27,5 +30,6 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
 )
 
 FRAME_SIGNATURES = ("frame", "frame-backward")
-LAUNCHER_FAILED = "launcher-failed"
-FAILURE_SIGNATURES = ("launcher-failed", "failed-traceback", "failed-exit", "failed-signal", "failed-word")
+LAUNCHER_FAILED = ("launcher-failed", "launcher-failed-deepspeed")
+LAUNCHER_NODE = "launcher-node"
+FAILURE_SIGNATURES = ("launcher-failed", "launcher-failed-deepspeed", "failed-traceback", "failed-exit", "failed-signal", "failed-word")

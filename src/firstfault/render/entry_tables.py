@@ -6,6 +6,7 @@ wrap inside their cells, and a terminal too narrow for the table gets one record
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 
@@ -27,18 +28,22 @@ def render_table(
     roles: Mapping[int, Callable[[str], str]] | None = None,
     spaced: bool = False,
     whole_words: Sequence[int] = (),
+    too_narrow: str = "records",
 ) -> str:
     """A plain-text table; a cell's "\\n" starts a new paragraph in it (a "• " one hangs).
 
     `roles` colours a column by its cell values; `spaced` puts a blank line between rows;
     `whole_words` columns (ids) are never narrower than their longest word. When even the
-    narrowest columns do not fit, each row is shown as a record of `header:` blocks instead.
+    narrowest columns do not fit, `too_narrow` says what to do: "records" shows each row as
+    blocks of `header:` and value, "overflow" keeps the table unwrapped and lets lines run long.
     """
     widths = fit_widths(headers, rows, width - len(GAP) * (len(headers) - 1), whole_words)
-    if widths is None:
+    if widths is None and too_narrow == "records":
         return _records(headers, rows, width, style)
+    if widths is None:
+        widths = fit_widths(headers, rows, sys.maxsize)
     lines = [_join(segments, lambda i, text: style("title", text)) for segments in _row_lines(headers, widths)]
-    lines.append(GAP.join("─" * w for w in widths))
+    lines.append(GAP.join("─" * w for w in widths)[:width])
     for number, row in enumerate(rows):
         if spaced and number:
             lines.append("")
@@ -138,6 +143,7 @@ def render_list(entries: Sequence[Entry], fmt: str = "terminal", *, width: int =
     return render_table(
         headers, [[row[key] for key in headers] for row in rows], width=width, style=Style(color),
         roles={0: lambda value: "literal", 2: lambda value: value}, whole_words=range(len(headers) - 1),
+        too_narrow="overflow",  # like `pip list`: a long title may run past the edge, the ids stay aligned
     )
 
 

@@ -96,23 +96,6 @@ def create_app(db_path: str | Path | None = None, history: bool = True, limits: 
         app.state.history = History(db_path or default_path())
     app.state.search_index = None
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next):
-        host = host_name(request.headers.get("host", ""))
-        if allowed_hosts is not None and host not in allowed_hosts:
-            # a DNS-rebinding page reaches us under its own name: refuse any name we were not started as
-            return error_response(InputRejected(421, "wrong_host", f"this server does not answer for {host!r}"),
-                                  wants_html(request), app.state.templates)
-        if request.method not in ("GET", "HEAD", "OPTIONS"):
-            origin = request.headers.get("origin")
-            if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
-                return error_response(InputRejected(403, "cross_origin", "requests from other sites are refused"),
-                                      wants_html(request), app.state.templates)
-        response = await call_next(request)
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
-        return response
-
     @app.exception_handler(InputRejected)
     async def rejected(request: Request, exc: InputRejected):
         return error_response(exc, wants_html(request), app.state.templates)
@@ -147,7 +130,51 @@ def create_app(db_path: str | Path | None = None, history: bool = True, limits: 
     for module in (pages_diagnose, pages_encyclopedia, pages_history, api):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=limits.max_request_bytes)
+    app.add_middleware(Guard, allowed_hosts=allowed_hosts, templates=app.state.templates)
     return app
+
+
+class Guard:
+    """ASGI middleware: refuse unknown Host names and cross-site writes; add the security headers.
+
+    Pure ASGI rather than BaseHTTPMiddleware, so that an error raised while the body streams in
+    reaches the app's exception handlers.
+    """
+
+    def __init__(self, app, allowed_hosts: tuple[str, ...] | None, templates) -> None:
+        self.app = app
+        self.allowed_hosts = allowed_hosts
+        self.templates = templates
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        refusal = self.refusal(request)
+        if refusal is not None:
+            await error_response(refusal, wants_html(request), self.templates)(scope, receive, send)
+            return
+
+        async def send_with_headers(message) -> None:
+            if message["type"] == "http.response.start":
+                present = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [(name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items() if name.encode() not in present]
+                message = {**message, "headers": list(message.get("headers", [])) + extra}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+    def refusal(self, request: Request) -> InputRejected | None:
+        host = host_name(request.headers.get("host", ""))
+        if self.allowed_hosts is not None and host not in self.allowed_hosts:
+            # a DNS-rebinding page reaches us under its own name: refuse any name we were not started as
+            return InputRejected(421, "wrong_host", f"this server does not answer for {host[:100]!r}")
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            origin = request.headers.get("origin")
+            if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
+                return InputRejected(403, "cross_origin", "requests from other sites are refused")
+        return None
 
 
 def render(request: Request, template: str, status_code: int = 200, **context):

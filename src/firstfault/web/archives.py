@@ -18,7 +18,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from ..mask import mask_secrets
-from .limits import Limits, malformed, too_large
+from .limits import Limits, malformed, size, too_large
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _BINARY_PROBE = 8192
@@ -56,7 +56,7 @@ class Budget:
 
 
 def _expanded_too_large(limits: Limits):
-    return too_large("input_too_large", f"the logs expand to more than {limits.max_total_bytes // (1024 * 1024)} MiB")
+    return too_large("input_too_large", f"the logs expand to more than {size(limits.max_total_bytes)}")
 
 
 def _shown(name: str) -> str:
@@ -97,7 +97,7 @@ def _bounded_gunzip(data: bytes, limit: int, name: str, limits: Limits) -> bytes
 def _bomb(name: str, limits: Limits):
     return too_large(
         "decompression_bomb",
-        f"{_shown(name)}: expands beyond the limit of {limits.max_total_bytes // (1024 * 1024)} MiB",
+        f"{_shown(name)}: expands beyond the limit of {size(limits.max_total_bytes)}",
         "upload the log files themselves, or a smaller archive",
     )
 
@@ -140,8 +140,8 @@ def _expand_zip(name: str, data: bytes, budget: Budget) -> None:
         path = member_name(info.filename, name)
         if info.is_dir() or _skipped_name(path):
             continue
-        mode = info.external_attr >> 16
-        if mode and not stat.S_ISREG(mode):
+        kind = stat.S_IFMT(info.external_attr >> 16)  # 0 when the archiver recorded no file type
+        if kind and kind != stat.S_IFREG:
             budget.notes.append(f"{_shown(name)}/{_shown(path)}: skipped, not a regular file")
             continue
         if info.flag_bits & 0x1:

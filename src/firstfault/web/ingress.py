@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..mask import mask_secrets
 from .archives import Budget, expand
-from .limits import InputRejected, Limits, malformed, too_large
+from .limits import InputRejected, Limits, malformed, size, too_large
 
 TRUE_WORDS = {"1", "true", "on", "yes"}
 
@@ -166,10 +166,22 @@ class BodyLimit:
                     raise self.error()
             return message
 
-        await self.app(scope, limited_receive, send)
+        started = False
+
+        async def watched_send(message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, watched_send)
+        except InputRejected:
+            if started:
+                raise
+            await self._refuse(scope, send)
 
     def error(self) -> InputRejected:
-        return too_large("request_too_large", f"the request is larger than {self.max_bytes // (1024 * 1024)} MiB",
+        return too_large("request_too_large", f"the request is larger than {size(self.max_bytes)}",
                          "upload a .tar.gz of the log folder, or only the logs around the failure")
 
     async def _refuse(self, scope: Scope, send: Send) -> None:

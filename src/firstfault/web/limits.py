@@ -21,6 +21,14 @@ class Limits:
     max_compression_ratio: int = 200  # expanded/compressed size of one member before it counts as a bomb
 
 
+def size(count: int) -> str:
+    """A byte count for a person: 64 MiB, 300 KiB, 512 bytes."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.3g} {unit}"
+    return f"{count} bytes"
+
+
 class InputRejected(Exception):
     """The request's input breaks a limit or cannot be read; `status` is the HTTP answer."""
 

@@ -1,0 +1,83 @@
+"""The scenario table and the `lab` command, without running anything (no torch needed)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from firstfault.cli import main
+from firstfault.kb.loader import load_knowledge_base
+from firstfault.lab.layouts import LAYOUTS
+from firstfault.lab.runner import LabError, choose, expected_truth
+from firstfault.lab.scenarios import SCENARIOS, get
+
+
+def test_at_least_twenty_scenarios_with_unique_names():
+    names = [scenario.name for scenario in SCENARIOS]
+    assert len(names) >= 20
+    assert len(set(names)) == len(names)
+
+
+def test_every_layout_is_some_scenario_default():
+    assert {scenario.default_layout for scenario in SCENARIOS} == set(LAYOUTS)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda scenario: scenario.name)
+def test_scenario_names_a_known_class_and_runs_by_default(scenario):
+    kb = load_knowledge_base()
+    for failure_id in (scenario.expect_class, *scenario.also_acceptable):
+        assert failure_id == "healthy" or failure_id in kb, failure_id
+    assert set(scenario.layouts) <= set(LAYOUTS)
+    assert scenario.evidence, "every scenario says which log text proves its fault fired"
+    choose(scenario, None, None, None)  # the defaults are a valid run
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s.fixable], ids=lambda scenario: scenario.name)
+def test_fix_verified_by_the_lab_is_marked_in_the_knowledge_base(scenario):
+    entry = load_knowledge_base().get(scenario.fix_entry)
+    assert entry.get("verified") == {"by": "lab", "scenario": scenario.name}
+
+
+def test_truth_comes_from_the_injection():
+    straggler = get("straggler")
+    truth = expected_truth(straggler, world_size=4, rank=2, second_rank=None, fixed=False, node_of_rank={})
+    assert truth["class"] == "collective-timeout-straggler"
+    assert truth["initiating_rank"] == 2
+    assert truth["collateral_ranks"] == [0, 1, 3]
+    fixed = expected_truth(straggler, world_size=4, rank=2, second_rank=None, fixed=True, node_of_rank={})
+    assert fixed["class"] == "healthy" and fixed["initiating_rank"] is None
+    two = get("exc-two-ranks")
+    truth = expected_truth(two, world_size=4, rank=1, second_rank=3, fixed=False, node_of_rank={})
+    assert truth["initiating_rank"] == 1 and truth["collateral_ranks"] == [0, 2]
+    sigterm = get("sigterm-handled")
+    truth = expected_truth(sigterm, world_size=4, rank=1, second_rank=None, fixed=False,
+                           node_of_rank={0: 1, 1: 1, 2: 0, 3: 0})
+    assert truth["initiating_rank"] is None and truth["collateral_ranks"] == [2, 3]
+
+
+@pytest.mark.parametrize(("layout", "world_size", "rank"), [("tee", 3, 1), ("twonode", 3, 0), ("plain", 2, 2), ("plain", 1, 0)])
+def test_impossible_runs_are_refused(layout, world_size, rank):
+    with pytest.raises(LabError):
+        choose(get("exc-batch-mismatch") if layout != "tee" else get("rendezvous-missing-member"), layout, world_size, rank)
+
+
+def test_lab_list_shows_every_scenario(capsys):
+    assert main(["lab", "list"]) == 0
+    out = capsys.readouterr().out
+    for scenario in SCENARIOS:
+        assert scenario.name in out
+    assert f"{len(SCENARIOS)} scenarios" in out
+
+
+def test_lab_run_without_torch_says_how_to_install_it():
+    code = ("import sys; sys.modules['torch'] = None; from firstfault.cli import main; "
+            "sys.exit(main(['lab', 'run', 'straggler']))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "firstfault lab needs PyTorch: pip install 'firstfault[lab]' (or pip install torch)"
+
+
+def test_lab_run_unknown_scenario_is_a_tool_error(capsys):
+    assert main(["lab", "run", "no-such-scenario"]) == 2
+    assert "firstfault lab list" in capsys.readouterr().err

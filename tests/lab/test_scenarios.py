@@ -1,0 +1,83 @@
+"""Every lab scenario, run for real (CPU, gloo) and diagnosed; the truth comes from the injection.
+
+One run per scenario by default, spread over the four layouts and world sizes 2-4 (the scenario
+table's defaults plus LAYOUT_VARIANTS). FIRSTFAULT_LAB_MATRIX=1 runs every scenario in every layout it
+supports instead (slow: not for CI).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+
+import pytest
+
+from firstfault.lab.scenarios import SCENARIOS, get
+
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed: pip install 'firstfault[lab]'"),
+    pytest.mark.timeout(240),
+]
+
+# Extra (scenario, layout, world size, rank) runs beyond each scenario's default, so that every
+# layout carries several failure kinds.
+LAYOUT_VARIANTS = [
+    ("exc-batch-mismatch", "twonode", 2, 1),
+    ("sigkill-rank", "plain", 3, 2),
+    ("port-in-use", "tee", 2, 1),
+    ("rendezvous-missing-member", "twonode", 2, 1),
+]
+
+
+def _runs():
+    if os.environ.get("FIRSTFAULT_LAB_MATRIX") == "1":
+        runs = []
+        for scenario in SCENARIOS:
+            for index, layout in enumerate(scenario.layouts):
+                world_size = max(scenario.default_world_size, 2 + index % 3)
+                world_size += world_size % 2 if layout == "twonode" else 0
+                runs.append((scenario.name, layout, world_size, min(scenario.default_rank, world_size - 1)))
+        return runs
+    defaults = [(s.name, s.default_layout, s.default_world_size, s.default_rank) for s in SCENARIOS]
+    return defaults + LAYOUT_VARIANTS
+
+
+def _run_id(run):
+    name, layout, world_size, rank = run
+    return f"{name}-{layout}-ws{world_size}-r{rank}"
+
+
+def _logs_text(case_dir):
+    return "\n".join(path.read_text(errors="replace") for path in (case_dir / "logs").rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize("run", _runs(), ids=_run_id)
+def test_scenario_is_diagnosed_as_injected(run, tmp_path):
+    from firstfault.lab.runner import diagnose_case, judge, run_scenario
+
+    name, layout, world_size, rank = run
+    scenario = get(name)
+    lab_run = run_scenario(scenario, out_dir=tmp_path / _run_id(run), layout=layout, world_size=world_size, rank=rank)
+    # The lab's own checks first: the run ended by itself and the fault really fired.
+    assert not lab_run.timed_out, lab_run.actions
+    assert re.search(scenario.evidence, _logs_text(lab_run.out_dir)), f"the injected fault left no {scenario.evidence!r}"
+    failed = any(code != 0 for code in lab_run.exit_codes.values())
+    assert failed == (scenario.expect_class != "healthy"), lab_run.exit_codes
+    # Then the engine, against the injected truth.
+    contract = diagnose_case(lab_run.out_dir)
+    assert judge(contract, lab_run.expect) == [], contract.get("primary")
+
+
+@pytest.mark.parametrize("name", [s.name for s in SCENARIOS if s.fixable])
+def test_fix_makes_the_run_healthy(name, tmp_path):
+    """The knowledge base's fix, applied in the lab, removes the symptom: the entry is verified."""
+    from firstfault.lab.runner import diagnose_case, run_scenario
+
+    scenario = get(name)
+    lab_run = run_scenario(scenario, out_dir=tmp_path / f"{name}-fixed", fixed=True)
+    assert not lab_run.timed_out, lab_run.actions
+    assert all(code == 0 for code in lab_run.exit_codes.values()), lab_run.exit_codes
+    assert not re.search(scenario.evidence, _logs_text(lab_run.out_dir))
+    assert "training finished" in _logs_text(lab_run.out_dir)
+    assert diagnose_case(lab_run.out_dir)["status"] == "healthy"
