@@ -14,6 +14,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from .correlate import correlate
+from .correlate.dumps_join import join_dump_report
 from .correlate.ranks import hosts_seen, ranks_seen, resolve
 from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
@@ -67,8 +68,30 @@ def scan_inputs(inputs: list[InputFile], kb: KnowledgeBase, observer=None) -> li
 
 def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bool, observer, kb) -> Diagnosis:
     kb = kb or load_knowledge_base()
+    report = _dump_report(inputs)
+    if report is not None:
+        consumed = set(report.consumed)
+        inputs = [item for item in inputs if _name_of(item) not in consumed]
+        skipped = list(skipped) + [Skipped(path, reason) for path, reason in report.skipped]
     scans = scan_inputs(inputs, kb, observer)
-    return diagnose_scans(scans, skipped, mask_hosts=mask_hosts)
+    diagnosis = diagnose_scans(scans, skipped, mask_hosts=mask_hosts)
+    return join_dump_report(diagnosis, report)
+
+
+def _name_of(item: InputFile) -> str:
+    return str(item.path) if item.path is not None else item.display
+
+
+def _dump_report(inputs: list[InputFile]):
+    """Flight-recorder and stack dumps among the inputs (stdin is never a dump)."""
+    from .dumps import analyze_contents, analyze_files
+
+    on_disk = [str(item.path) for item in inputs if item.path is not None]
+    in_memory = [(item.display, item.content) for item in inputs if item.content is not None]
+    report = analyze_files(on_disk) if on_disk else None
+    if in_memory:
+        report = analyze_contents(in_memory)  # uploads come alone, never mixed with paths
+    return report
 
 
 def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_hosts: bool = False) -> Diagnosis:

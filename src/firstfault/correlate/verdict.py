@@ -148,13 +148,13 @@ def _fill(template: str, match: Match) -> str:
 
 
 def _collateral(winners: list[Match], primary: str, initiating: Match) -> list[Finding]:
-    groups: dict[tuple[str, str], list[Match]] = defaultdict(list)
+    groups: dict[str, list[Match]] = defaultdict(list)
     for match in winners:
         if match is initiating or (match.entry_id == primary and match.role != "collateral"):
             continue
-        groups[(match.entry_id, match.signature.name)].append(match)
+        groups[match.entry_id].append(match)
     findings = []
-    for (entry_id, _name), members in groups.items():
+    for entry_id, members in groups.items():
         members.sort(key=time_key)
         ranks = sorted({m.line.origin.rank for m in members if m.line.origin.rank is not None})
         hosts = sorted({m.line.origin.host for m in members if m.line.origin.host})

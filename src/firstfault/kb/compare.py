@@ -126,8 +126,8 @@ def _compared(entry: Entry) -> ComparedEntry:
 def _tool_rows(entries: list[Entry], always: tuple[str, ...]) -> tuple[ToolRow, ...]:
     """Rows for `always` first (in that order), then env variables by name, then other tools."""
     kinds = {name: "env" for name in always}
-    diagnose: dict[str, list[str]] = {name: [] for name in always}
-    fix: dict[str, list[str]] = {name: [] for name in always}
+    diagnose: dict[str, list[str]] = {}
+    fix: dict[str, list[str]] = {}
     for entry in entries:
         for item in entry.get("diagnostics") or ():
             for name, kind in tool_names(item["tool"]):

@@ -14,6 +14,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..model import Entry
 from .loader import KnowledgeBase
@@ -28,6 +29,7 @@ K1, B = 1.2, 0.75  # the usual BM25 constants: term-frequency saturation, length
 STOPWORDS = frozenset(
     "a an and are as at be by for from has have in is it its of on or that the this to was were with".split()
 )
+SEPARATOR = re.compile(r"[_\-]")
 WORD = re.compile(r"[A-Za-z0-9]+(?:[_\-][A-Za-z0-9]+)*")
 PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 NUMBER_OR_HEX = re.compile(r"[0-9]+|0x[0-9a-f]+|(?=[a-f]*[0-9])[0-9a-f]{6,}")
@@ -39,15 +41,17 @@ def tokenize(text: str) -> list[str]:
     A compound word is kept whole as well (`outofmemoryerror`, `nccl_socket_ifname`), so an exact
     identifier outranks the same parts scattered through prose.
     """
-    tokens = []
-    for word in WORD.findall(text):
-        if NUMBER_OR_HEX.fullmatch(word.lower()):
-            continue  # addresses, ids, sizes: different in every log, telling nothing
-        parts = [part for piece in re.split(r"[_\-]", word) for part in _camel_parts(piece)]
-        if len(parts) > 1:
-            parts.append(word.lower())
-        tokens.extend(part for part in parts if _is_term(part))
-    return tokens
+    return [term for word in WORD.findall(text) for term in _word_terms(word)]
+
+
+@lru_cache(maxsize=1 << 16)  # prose repeats its words: the index is built several times faster
+def _word_terms(word: str) -> tuple[str, ...]:
+    if NUMBER_OR_HEX.fullmatch(word.lower()):
+        return ()  # addresses, ids, sizes: different in every log, telling nothing
+    parts = [part for piece in SEPARATOR.split(word) for part in _camel_parts(piece)]
+    if len(parts) > 1:
+        parts.append(word.lower())
+    return tuple(part for part in parts if _is_term(part))
 
 
 def _camel_parts(piece: str) -> list[str]:
@@ -78,6 +82,9 @@ class SearchHit:
         return (-self.signature_weight, -self.text_score, self.entry.id)
 
 
+NO_SIGNATURE = ("", 0.0, {})  # (name, weight, captures) of an entry no signature matched
+
+
 @dataclass(frozen=True)
 class _Document:
     entry: Entry
@@ -97,9 +104,7 @@ class SearchIndex:
             name: (sum(doc.lengths[name] for doc in self.documents) / len(self.documents)) or 1.0
             for name in FIELD_WEIGHTS
         } if self.documents else {}
-        self.signatures = [
-            (entry, signature, re.compile(signature.pattern)) for entry in kb.entries for signature in entry.signatures
-        ]
+        self.signatures = [(signature, re.compile(signature.pattern)) for signature in kb.signatures]
 
     def search(self, query: str, limit: int = 10) -> list[SearchHit]:
         """Entries that match `query`, best first; at most `limit` (0: all)."""
@@ -108,7 +113,7 @@ class SearchIndex:
         hits = []
         for doc in self.documents:
             text_score, matched = self._score(doc, terms)
-            name, weight, captures = signature_hits.get(doc.entry.id, ("", 0.0, {}))
+            name, weight, captures = signature_hits.get(doc.entry.id, NO_SIGNATURE)
             if weight or text_score:
                 hits.append(SearchHit(doc.entry, name, weight, captures, round(text_score, 4), matched))
         best_text = max((hit.text_score for hit in hits), default=0.0)
@@ -125,10 +130,10 @@ class SearchIndex:
         lines = [line for line in query.splitlines() if line.strip()] or [query]
         best: dict[str, tuple[str, float, dict]] = {}
         for line in lines:
-            matches = [(signature, m) for _, signature, regex in self.signatures if (m := regex.search(line))]
+            matches = [(signature, m) for signature, regex in self.signatures if (m := regex.search(line))]
             top = max((signature.weight for signature, _ in matches), default=0.0)
             for signature, match in matches:
-                if signature.weight == top and top > best.get(signature.entry_id, ("", 0.0, {}))[1]:
+                if signature.weight == top and top > best.get(signature.entry_id, NO_SIGNATURE)[1]:
                     captures = {key: value for key, value in match.groupdict().items() if value is not None}
                     best[signature.entry_id] = (signature.name, signature.weight, captures)
         return best

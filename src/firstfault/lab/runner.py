@@ -145,6 +145,32 @@ def _signal_group(popen: subprocess.Popen, signum: int) -> None:
         pass
 
 
+def _descendants(root_pid: int) -> list[int]:
+    """Every process below `root_pid` (torchrun starts its workers in sessions of their own)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [root_pid]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def _kill_tree(popen: subprocess.Popen) -> None:
+    for pid in _descendants(popen.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _signal_group(popen, signal.SIGKILL)
+
+
 def _sigterm_targets(plan: LaunchPlan, started: dict) -> list[tuple[str, subprocess.Popen, bool]]:
     """Who the 'scheduler' signals: the launcher (node 1's in twonode), or every rank without one."""
     if plan.layout == "plain":
@@ -160,8 +186,8 @@ def _supervise(plan: LaunchPlan, started: dict, scenario: Scenario, work: Path, 
         if time.monotonic() > deadline:
             run.timed_out = True
             for popen in started.values():
-                _signal_group(popen, signal.SIGKILL)
-            run.actions.append(f"hard timeout after {scenario.wall_timeout:.0f} s: killed every process group")
+                _kill_tree(popen)
+            run.actions.append(f"hard timeout after {scenario.wall_timeout:.0f} s: killed every process")
             break
         if scenario.driver == "sigterm-launcher" and not signalled and marker.exists():
             for name, popen, whole_group in _sigterm_targets(plan, started):
@@ -199,6 +225,7 @@ def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None
     run = LabRun(scenario, layout, world_size, rank, second_rank, fixed, out_dir, expect={})
     work = Path(tempfile.mkdtemp(prefix=f"lab-{scenario.name}-"))
     squatter = None
+    started: dict[str, subprocess.Popen] = {}
     try:
         _prepare(scenario, work, run.actions)
         port = free_port()
@@ -220,7 +247,8 @@ def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None
         env = {**base_env(), **scenario.env, RANK_INFO_ENV: str(rank_info)}
         notify(f"lab: running {scenario.name} ({layout}, world size {world_size}{', with its fix' if fixed else ''})")
         started_at = time.monotonic()
-        started = {process.name: _start(process, env, work) for process in plan.processes}
+        for process in plan.processes:
+            started[process.name] = _start(process, env, work)
         _supervise(plan, started, scenario, work, run, started_at + scenario.wall_timeout)
         run.seconds = time.monotonic() - started_at
         run.expect = expected_truth(scenario, world_size=world_size, rank=rank, second_rank=second_rank,
@@ -230,6 +258,10 @@ def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None
         notify(f"lab: finished in {run.seconds:.1f} s, exit codes {run.exit_codes}")
         return run
     finally:
+        for popen in started.values():  # interrupted (Ctrl-C, a test timeout): leave nothing running
+            if popen.poll() is None:
+                _kill_tree(popen)
+                popen.wait()
         if squatter is not None:
             del squatter  # the store's server stops with it
         shutil.rmtree(work, ignore_errors=True)
