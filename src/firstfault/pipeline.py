@@ -138,7 +138,7 @@ def _mask_hosts(diagnosis: Diagnosis) -> Diagnosis:
         if item is None:
             return None
         return replace(item, host=masker.pseudonym(item.host) if item.host else None,
-                       text=masker.mask_text(item.text, hosts))
+                       text=masker.mask_text(item.text, hosts), source=masker.mask_text(item.source, hosts))
 
     def finding(item):
         if item is None:
@@ -149,7 +149,9 @@ def _mask_hosts(diagnosis: Diagnosis) -> Diagnosis:
 
     fix_values = {key: masker.mask_text(str(value), hosts) if isinstance(value, str) else value
                   for key, value in diagnosis.fix_values.items()}
-    inputs = replace(diagnosis.inputs, hosts=tuple(masker.pseudonym(h) for h in diagnosis.inputs.hosts))
+    inputs = replace(diagnosis.inputs, hosts=tuple(masker.pseudonym(h) for h in diagnosis.inputs.hosts),
+                     files=tuple(masker.mask_text(f, hosts) for f in diagnosis.inputs.files),
+                     skipped=tuple(replace(s, source=masker.mask_text(s.source, hosts)) for s in diagnosis.inputs.skipped))
     return replace(
         diagnosis, primary=finding(diagnosis.primary), initiating=evidence(diagnosis.initiating),
         collateral=tuple(finding(item) for item in diagnosis.collateral), inputs=inputs,

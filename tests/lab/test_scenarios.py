@@ -17,7 +17,7 @@ from firstfault.lab.scenarios import SCENARIOS, get
 pytestmark = [
     pytest.mark.lab,
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed: pip install 'firstfault[lab]'"),
-    pytest.mark.timeout(240),
+    pytest.mark.timeout(400),
 ]
 
 # Extra (scenario, layout, world size, rank) runs beyond each scenario's default, so that every

@@ -19,7 +19,9 @@ SECRETS = (HF, PASSWORD, AWS)
 # The secrets sit on the very line that is the evidence, so a leak would show there first.
 PLANTED = RANK_LOGS["rank1.log"].replace(
     "GPU 1 has a total capacity", f"HF_TOKEN={HF} password={PASSWORD} key {AWS} GPU 1 has a total capacity"
-) + f"export WANDB_API_KEY={PASSWORD}\n" + "padding line to make the upload spill past 1 MiB\n" * 30_000
+) + f"export WANDB_API_KEY={PASSWORD}\n"
+# over 1 MiB: the size at which a spooled upload would roll over into a temporary file
+BIG = PLANTED + "".join(f"step {i} loss {1 / (i + 1):.6f}: padding the upload\n" for i in range(25_000))
 
 
 def contents_of(folder: Path) -> bytes:
@@ -46,6 +48,7 @@ def spy_tempfiles(monkeypatch, tmp_path):
 
 
 def test_planted_secret_goes_nowhere(tmp_path, spy_tempfiles):
+    assert len(BIG) > 1024 * 1024
     temp_folder, created = spy_tempfiles
     db = tmp_path / "data" / "history.sqlite3"
     responses = []
@@ -53,13 +56,13 @@ def test_planted_secret_goes_nowhere(tmp_path, spy_tempfiles):
         html = {"accept": "text/html"}
         # the page: paste and upload (a plain file, a .tar.gz and a .zip), each stored in the history
         responses.append(client.post("/diagnose", data={"text": PLANTED}, headers=html))
-        responses.append(client.post("/diagnose", files={"files": ("rank1.log", PLANTED.encode())}, headers=html))
+        responses.append(client.post("/diagnose", files={"files": ("rank1.log", BIG.encode())}, headers=html))
         responses.append(client.post("/diagnose", files={"files": ("logs.tar.gz", tar_gz({"logs/rank1.log": PLANTED}))}, headers=html))
-        responses.append(client.post("/diagnose", files={"files": (f"logs-{HF}.zip", zip_bytes({f"logs/{PASSWORD}/rank1.log": PLANTED}))}, headers=html))
+        responses.append(client.post("/diagnose", files={"files": (f"logs-{HF}.zip", zip_bytes({f"logs/{HF}/rank1.log": PLANTED}))}, headers=html))
         # the API, saved and not
         responses.append(client.post("/api/diagnose?save=true", content=PLANTED.encode(), headers={"content-type": "text/plain"}))
         responses.append(client.post("/api/diagnose", json={"text": PLANTED, "name": f"rank1-{HF}.log"}))
-        responses.append(client.post("/api/diagnose", files={"files": ("rank1.log", PLANTED.encode())}))
+        responses.append(client.post("/api/diagnose", files={"files": ("rank1.log", BIG.encode())}))
         # everything a user can read back
         for record in client.get("/api/history").json()["history"]:
             responses.append(client.get(f"/api/history/{record['id']}"))
@@ -70,6 +73,7 @@ def test_planted_secret_goes_nowhere(tmp_path, spy_tempfiles):
         responses.append(client.post("/api/diagnose", content=b"{" + PLANTED.encode(), headers={"content-type": "application/json"}))
         responses.append(client.post("/api/diagnose", files={"files": ("x.zip", b"PK\x03\x04" + PLANTED.encode())}))
 
+    assert [r.status_code for r in responses[:7]] == [200] * 7, [(r.status_code, r.text[-600:]) for r in responses[:7] if r.status_code != 200]
     assert len(client.app.state.history.list()) == 5
     first = responses[0]
     assert first.status_code == 200 and "CUDA out of memory" in first.text  # the redirect was followed to the result

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 _SRUN = re.compile(r"\s{0,3}(\d{1,5}): ")
-_HOST = re.compile(r"([A-Za-z][A-Za-z0-9_.-]*\d[A-Za-z0-9_.-]*|\d{1,3}(?:\.\d{1,3}){3}): ")
+_HOST = re.compile(r"([A-Za-z][A-Za-z0-9_.-]{0,62}\d[A-Za-z0-9_.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}): ")
 _GLOBAL = re.compile(r"\[rank(\d{1,6})\]:")
 _LOCAL = re.compile(r"\[([A-Za-z_][A-Za-z_-]*?)(\d{1,4})\]:")
 # Ray / vLLM process prefixes: `(RayTrainWorker pid=12, ip=10.0.0.5)`, `(VllmWorker TP1 pid=3523)`
@@ -50,8 +50,12 @@ class LinePrefix:
     offset: int = 0
 
 
+PREFIX_WINDOW = 256  # prefixes live at the start; bounding the text keeps the regexes linear
+
+
 def parse_prefix(line: str) -> LinePrefix:
     """Peel the nested launcher prefixes off the start of a line."""
+    line = line[:PREFIX_WINDOW]
     rank = local_rank = task = None
     host = None
     position = 0
@@ -133,9 +137,12 @@ def _rank_from_name(name: str) -> int | None:
     return None
 
 
+_KIND_PREFIX = re.compile(r"(?i)^(?:dmesg|syslog|kern|kernel|messages|journal(?:ctl)?(?:-k)?|ifconfig|ip-addr|nvidia-smi|show[_-]gids|ibstat|ibv[_-]devinfo)[_-]")
+
+
 def _host_from_parts(parts: tuple[str, ...]) -> str | None:
     for part in reversed(parts):
-        stem = part.split(".txt")[0].split(".log")[0]
+        stem = _KIND_PREFIX.sub("", part.split(".txt")[0].split(".log")[0])
         if _HOSTLESS_WORDS.match(stem):
             continue
         match = _HOST_COMPONENT.search(stem)

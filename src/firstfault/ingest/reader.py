@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import re
 import sys
 import zlib
 from collections.abc import Iterator
@@ -38,14 +37,24 @@ class ReadStats:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
 class Block:
     """Consecutive complete lines joined by '\\n' (no trailing one); `first_line` is the
-    1-based number of the first."""
+    1-based number of the first. `data` is the UTF-8 bytes as read (over-long lines cut);
+    `text` is decoded on first use, undecodable bytes replaced."""
 
-    first_line: int
-    text: str
-    line_count: int
+    __slots__ = ("first_line", "data", "line_count", "_text")
+
+    def __init__(self, first_line: int, data: bytes, line_count: int, text: str | None = None) -> None:
+        self.first_line = first_line
+        self.data = data
+        self.line_count = line_count
+        self._text = text
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self.data.decode("utf-8", "replace")
+        return self._text
 
     @property
     def lines(self) -> list[str]:
@@ -73,36 +82,103 @@ def _decompressing(raw, item: InputFile):
 
 
 def _gzip_reader(raw):
+    return _GzipStream(raw)
+
+
+def _zlib_module():
     try:
-        from isal import igzip  # about twice as fast as zlib's gzip when installed
+        from isal import isal_zlib  # about twice as fast as zlib when installed
 
-        return igzip.IGzipFile(fileobj=raw)
+        return isal_zlib
     except ImportError:
-        return gzip.GzipFile(fileobj=raw)
+        return zlib
 
 
-def read_blocks(item: InputFile, stats: ReadStats) -> Iterator[Block]:
-    """Yield blocks of lines; raise Unreadable before the first block if nothing can be read."""
+class _GzipStream:
+    """Streaming gzip that, unlike GzipFile, hands over every byte it could decompress
+    before a truncation or corruption, then says what went wrong."""
+
+    _RAW_PIECE = 256 * 1024
+
+    def __init__(self, raw) -> None:
+        self._raw = raw
+        self._zlib = _zlib_module()
+        self._decoder = self._new_decoder()
+        self._buffer = b""
+        self._eof = False
+
+    def _new_decoder(self):
+        return self._zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+    def read(self, size: int) -> bytes:
+        while len(self._buffer) < size and not self._eof:
+            self._fill()
+        data, self._buffer = self._buffer[:size], self._buffer[size:]
+        if not data and self._eof and getattr(self, "_error", None):
+            error, self._error = self._error, None
+            raise error
+        return data
+
+    def _fill(self) -> None:
+        compressed = self._raw.read(self._RAW_PIECE)
+        if not compressed:
+            self._eof = True
+            if not self._decoder.eof:
+                self._error = EOFError("compressed file ended before the end-of-stream marker was reached")
+            return
+        try:
+            self._buffer += self._decoder.decompress(compressed)
+            while self._decoder.eof and self._decoder.unused_data:  # concatenated gzip members
+                rest = self._decoder.unused_data
+                self._decoder = self._new_decoder()
+                self._buffer += self._decoder.decompress(rest)
+        except (zlib.error, self._zlib.error) as exc:  # isal raises its own error type
+            self._eof = True
+            self._error = gzip.BadGzipFile(f"corrupt gzip data: {exc}")
+
+    def close(self) -> None:
+        pass
+
+
+def read_blocks(item: InputFile, stats: ReadStats, decode: bool = True) -> Iterator[Block]:
+    """Yield blocks of lines; raise Unreadable before the first block if nothing can be read.
+
+    With `decode=False` blocks are not decoded up front (their `text` is decoded on first use)
+    and `stats.invalid_utf8` is left to the caller, which checks `data` its own way.
+    """
     raw = io.BufferedReader(_open_binary(item)) if item.content is not None or item.is_stdin else _open_binary(item)
     try:
         stream = _decompressing(raw if hasattr(raw, "peek") else io.BufferedReader(raw), item)
-        yield from _blocks(stream, stats)
+        yield from _blocks(stream, stats, decode)
     finally:
         if not item.is_stdin:
             raw.close()
 
 
+READ_PIECE = 256 * 1024
+
+
 def _read_chunk(stream, stats: ReadStats) -> bytes:
-    try:
-        return stream.read(BLOCK_BYTES)
-    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
-        if stats.bytes == 0 and "gzip" in type(exc).__name__.lower():
-            raise Unreadable(f"not a valid gzip file ({exc})") from None
-        stats.truncated = f"input ends early ({exc.__class__.__name__}: {exc}); kept the {stats.lines} lines before it"
-        return b""
+    """Up to BLOCK_BYTES; a damaged or cut-off stream keeps every byte read before the damage."""
+    pieces: list[bytes] = []
+    size = 0
+    while size < BLOCK_BYTES:
+        try:
+            piece = stream.read(min(READ_PIECE, BLOCK_BYTES - size))
+        except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
+            if stats.bytes == 0 and size == 0 and isinstance(exc, gzip.BadGzipFile) and "corrupt" not in str(exc):
+                raise Unreadable(f"not a valid gzip file ({exc})") from None
+            read = stats.bytes + size
+            stats.truncated = f"input ends early ({exc.__class__.__name__}: {exc}); kept the {read} bytes read before it"
+            break
+        if not piece:
+            break
+        pieces.append(piece)
+        size += len(piece)
+    return b"".join(pieces)
 
 
-def _blocks(stream, stats: ReadStats) -> Iterator[Block]:
+def _blocks(stream, stats: ReadStats, decode: bool = True) -> Iterator[Block]:
     pending = b""
     line_number = 1
     first = True
@@ -135,9 +211,10 @@ def _blocks(stream, stats: ReadStats) -> Iterator[Block]:
             continue
         pending, data = data[cut:], data[:cut]
         if data:
-            text = _decode(data, stats)
-            count = text.count("\n") + 1
-            yield Block(line_number, text, count)
+            data = _cut_long_lines(data[:-1] if data.endswith(b"\n") else data, stats)
+            text = _decode(data, stats) if decode else None
+            count = data.count(b"\n") + 1
+            yield Block(line_number, data, count, text)
             line_number += count
             stats.lines += count
         if not chunk:
@@ -152,22 +229,41 @@ def _looks_binary(sample: bytes) -> bool:
     return control > len(head) * 0.1
 
 
-_OVERLONG = re.compile(r"[^\n]{%d}" % (MAX_LINE + 1))
+_WINDOW = MAX_LINE // 2
+
+
+def _cut_long_lines(data: bytes, stats: ReadStats) -> bytes:
+    """Cut lines longer than MAX_LINE characters to their first MAX_LINE characters.
+
+    A line longer than MAX_LINE bytes covers a whole aligned window of MAX_LINE/2 bytes, so only
+    windows without a newline need a closer look (a few `find` calls per block otherwise)."""
+    find, rfind = data.find, data.rfind
+    long_spans = []
+    position = 0
+    for window in range(0, len(data), _WINDOW):
+        if window < position or find(b"\n", window, window + _WINDOW) >= 0:
+            continue
+        start = rfind(b"\n", 0, window) + 1
+        end = find(b"\n", window)
+        end = len(data) if end < 0 else end
+        position = end
+        if end - start > MAX_LINE and len(data[start:end].decode("utf-8", "replace")) > MAX_LINE:
+            long_spans.append((start, end))
+    if not long_spans:
+        return data
+    pieces, previous = [], 0
+    for start, end in long_spans:
+        stats.long_lines += 1
+        pieces.append(data[previous:start])
+        pieces.append(data[start:end].decode("utf-8", "replace")[:MAX_LINE].encode("utf-8"))
+        previous = end
+    pieces.append(data[previous:])
+    return b"".join(pieces)
 
 
 def _decode(data: bytes, stats: ReadStats) -> str:
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         stats.invalid_utf8 = True
-        text = data.decode("utf-8", errors="replace")
-    if text.endswith("\n"):
-        text = text[:-1]
-    if _OVERLONG.search(text):
-        lines = text.split("\n")
-        for index, line in enumerate(lines):
-            if len(line) > MAX_LINE:
-                stats.long_lines += 1
-                lines[index] = line[:MAX_LINE]
-        text = "\n".join(lines)
-    return text
+        return data.decode("utf-8", errors="replace")

@@ -108,8 +108,9 @@ def plan_launch(
                 continue
             env = {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-            # Through a shell without exec, as a launch script would: the shell reports a killed child.
-            line = " ".join(shlex.quote(part) for part in [python, script, *script_args])
+            # Through a shell that stays the parent, as a launch script does: it reports a killed child.
+            # (`bash -c` with one simple command would exec it; the `exit` keeps bash around.)
+            line = " ".join(shlex.quote(part) for part in [python, script, *script_args]) + "; exit $?"
             processes.append(Process(f"rank{rank}", ["bash", "-c", line], logs_dir / f"rank{rank}.log", env=env, rank=rank))
         return LaunchPlan(layout, processes,
                           "one shell line per rank with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set, "

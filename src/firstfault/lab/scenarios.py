@@ -39,7 +39,7 @@ class Scenario:
     driver: str = ""  # sigterm-launcher | sigterm-ranks | busy-port | missing-member | stale-checkpoint | truncated-checkpoint
     fix_args: tuple[str, ...] = ()  # flags that make the run healthy
     fix_entry: str = ""  # the knowledge-base entry whose fix `fix_args` applies
-    wall_timeout: float = 90.0
+    wall_timeout: float = 180.0  # a hard bound, far above the ~10-20 s a run takes on 2 idle cores
 
     @property
     def fixable(self) -> bool:

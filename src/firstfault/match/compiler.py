@@ -1,11 +1,29 @@
-"""Compile the knowledge base's signatures once into a Matcher."""
+"""Compile the knowledge base's signatures once into a Matcher.
+
+A Matcher finds the *candidate* lines of a block (lines on which some signature may match, with
+the signatures that may) and confirms each candidate with the signature's Python regex on that
+line alone. Two engines find candidates, and give identical results because both return a
+superset of the true matches and the same Python confirmation decides:
+
+- `hyperscan` (the `fast` extra): all signatures in one multi-pattern database, linear time;
+- `python`: a literal prefilter (one alternation of every signature's required literals) plus,
+  for the few signatures without a usable literal, their translated regex run over the block.
+
+Blocks are bytes (UTF-8 lines joined by '\\n', '\\r' already replaced by a space); candidates
+are returned as byte offsets of line starts.
+"""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
 from ..model import Signature
-from .literals import is_case_insensitive, required_literal
+from .literals import is_case_insensitive, required_literal, required_literals
+from .translate import BYTES, Unsupported, translate
+
+ENGINES = ("auto", "hyperscan", "python")
+ENGINE_VARIABLE = "FIRSTFAULT_ENGINE"  # force an engine: hyperscan | python
 
 
 @dataclass(frozen=True)
@@ -14,24 +32,103 @@ class CompiledSignature:
     regex: re.Pattern
     literal: str
     case_insensitive: bool
+    literals: tuple[str, ...] = ()
+
+
+def hyperscan_available() -> bool:
+    try:
+        import hyperscan  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _literal_bytes(literal: str, case_insensitive: bool) -> bytes:
+    """A bytes-regex piece matching `literal` wherever Python's str matching could see it."""
+    if not case_insensitive:
+        return re.escape(literal.encode("utf-8"))
+    from .translate import _partners
+
+    pieces = []
+    for char in literal:
+        if char.isascii() and char.isalpha():
+            partners = [p.encode("utf-8") for p in _partners().get(char.lower(), "")]
+            options = [f"[{char.lower()}{char.upper()}]".encode()] + [re.escape(p) for p in partners]
+            pieces.append(options[0] if len(options) == 1 else b"(?:" + b"|".join(options) + b")")
+        elif char.isascii():
+            pieces.append(re.escape(char.encode()))
+        else:
+            variants = sorted({v for v in (char, char.lower(), char.upper()) if len(v) == 1})
+            pieces.append(b"(?:" + b"|".join(re.escape(v.encode("utf-8")) for v in variants) + b")")
+    return b"".join(pieces)
 
 
 class Matcher:
-    """Finds candidate lines by literal, then confirms each with its signature's regex."""
+    """Candidate lines of a block, then each candidate confirmed by its signature's regex."""
 
-    def __init__(self, signatures: list[Signature]) -> None:
+    def __init__(self, signatures: list[Signature], engine: str | None = None) -> None:
+        engine = engine or os.environ.get(ENGINE_VARIABLE, "auto")
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
         self.compiled = [
             CompiledSignature(
                 signature=signature,
                 regex=re.compile(signature.pattern),
                 literal=required_literal(signature.pattern),
                 case_insensitive=is_case_insensitive(signature.pattern),
+                literals=required_literals(signature.pattern),
             )
             for signature in signatures
         ]
+        self.fast = None
+        if engine == "hyperscan" or (engine == "auto" and hyperscan_available()):
+            from .hyperscan_engine import HyperscanEngine
+
+            self.fast = HyperscanEngine([item.signature.pattern for item in self.compiled])
+        self.engine = "hyperscan" if self.fast is not None else "python"
+        self._python_for: dict[frozenset, _PythonPrefilter] = {}
+        # legacy str prefilters (candidate_offsets / match_line)
         self.prefilter = self._build_prefilter(case_insensitive=False)
         self.prefilter_ci = self._build_prefilter(case_insensitive=True)
         self._always = [item for item in self.compiled if not item.literal]
+
+    # -- block interface ------------------------------------------------------------------
+
+    def candidate_lines(self, data: bytes) -> tuple[dict[int, set[int]], bool | None]:
+        """{line start offset: indices of the signatures that may match there}, and whether
+        `data` is valid UTF-8 (None: not checked by this engine)."""
+        if self.fast is not None:
+            lines, left_out, valid = self.fast.scan(data)
+            if left_out:
+                self._python(left_out).add_candidates(data, lines)
+            return lines, valid
+        lines: dict[int, set[int]] = {}
+        self._python(frozenset(range(len(self.compiled)))).add_candidates(data, lines)
+        return lines, None
+
+    def _python(self, indices: frozenset) -> _PythonPrefilter:
+        prefilter = self._python_for.get(indices)
+        if prefilter is None:
+            prefilter = self._python_for[indices] = _PythonPrefilter([(i, self.compiled[i]) for i in sorted(indices)])
+        self._literal_owner = prefilter
+        return prefilter
+
+    def confirm(self, raw_line: str, masked_line: str, indices) -> list[tuple[CompiledSignature, dict]]:
+        """The candidates that match both the line as read and as masked; captures from the masked."""
+        hits = []
+        if LITERAL_CHECK in indices:
+            indices = (set(indices) - {LITERAL_CHECK}) | set(self._literal_owner.literal_candidates(raw_line))
+        for index in sorted(indices):
+            item = self.compiled[index]
+            if raw_line is not masked_line and not item.regex.search(raw_line):
+                continue
+            found = item.regex.search(masked_line)
+            if found:
+                captures = {key: value for key, value in found.groupdict().items() if value is not None}
+                hits.append((item, captures))
+        return hits
+
+    # -- legacy line interface (kept for callers outside the scanner) ---------------------
 
     def _build_prefilter(self, case_insensitive: bool) -> re.Pattern | None:
         literals = sorted({item.literal for item in self.compiled
@@ -50,22 +147,86 @@ class Matcher:
 
     def match_line(self, line: str) -> list[tuple[CompiledSignature, dict]]:
         """Every signature that matches this line, with its captured values."""
-        lowered = None
-        hits = []
-        for item in self.compiled:
-            if item.literal:
-                if item.case_insensitive:
-                    lowered = lowered if lowered is not None else line.lower()
-                    if item.literal not in lowered:
-                        continue
-                elif item.literal not in line:
-                    continue
-            found = item.regex.search(line)
-            if found:
-                captures = {key: value for key, value in found.groupdict().items() if value is not None}
-                hits.append((item, captures))
-        return hits
+        return self.confirm(line, line, range(len(self.compiled)))
 
     @property
     def needs_every_line(self) -> bool:
         return bool(self._always)
+
+
+LITERAL_CHECK = -1  # candidate marker: check the literal signatures on this line
+
+
+class _PythonPrefilter:
+    """The fallback engine for a set of signatures, over bytes blocks. Candidate lines are the
+    lines holding any required literal (the line then gets LITERAL_CHECK: which literals it
+    holds is decided per line), plus, for signatures without a usable literal, every line their
+    translated regex touches when run over the whole block."""
+
+    def __init__(self, items: list[tuple[int, CompiledSignature]]) -> None:
+        pieces: set[bytes] = set()
+        self.literal_items: list[tuple[int, CompiledSignature]] = []
+        self.scanned: list[tuple[int, re.Pattern | None]] = []
+        for index, item in items:
+            if item.literals:
+                pieces.update(_literal_bytes(literal, item.case_insensitive) for literal in item.literals)
+                self.literal_items.append((index, item))
+                continue
+            try:
+                text, _ = translate(item.signature.pattern, BYTES)
+                regex = re.compile(text.encode("latin-1"), re.MULTILINE)
+            except (Unsupported, re.error):
+                regex = None  # every line is a candidate
+            self.scanned.append((index, regex))
+        # Python's own case-insensitive matching decides, as in the signature's regex
+        self.literal_items_ci = [
+            (index, item, re.compile("|".join(map(re.escape, item.literals)), re.IGNORECASE) if item.case_insensitive else None)
+            for index, item in self.literal_items
+        ]
+        ordered = sorted(pieces, key=len, reverse=True)
+        self.prefilter = re.compile(b"|".join(ordered)) if ordered else None
+
+    def add_candidates(self, data: bytes, lines: dict) -> None:
+        rfind, find = data.rfind, data.find
+        if self.prefilter is not None:
+            line_end = -1
+            for found in self.prefilter.finditer(data):
+                if found.start() <= line_end:
+                    continue  # this line is already a candidate
+                start = rfind(b"\n", 0, found.start()) + 1
+                lines.setdefault(start, set()).add(LITERAL_CHECK)
+                line_end = find(b"\n", found.start())
+                if line_end < 0:
+                    break
+        for index, regex in self.scanned:
+            if regex is None:
+                for start in [0] + [i + 1 for i in _newlines(data)]:
+                    lines.setdefault(start, set()).add(index)
+                continue
+            for found in regex.finditer(data):
+                start = rfind(b"\n", 0, found.start()) + 1
+                end = max(found.end(), found.start() + 1)
+                while start < end:  # every line the match touches
+                    lines.setdefault(start, set()).add(index)
+                    newline = find(b"\n", start, end)
+                    if newline < 0:
+                        break
+                    start = newline + 1
+
+    def literal_candidates(self, line: str) -> list[int]:
+        """The literal signatures whose literals this line holds (case-insensitive ones folded)."""
+        found = []
+        for index, item, caseless in self.literal_items_ci:
+            if caseless is not None:
+                if caseless.search(line):
+                    found.append(index)
+            elif any(literal in line for literal in item.literals):
+                found.append(index)
+        return found
+
+
+def _newlines(data: bytes):
+    position = data.find(b"\n")
+    while position >= 0:
+        yield position
+        position = data.find(b"\n", position + 1)

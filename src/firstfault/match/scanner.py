@@ -20,9 +20,9 @@ from .compiler import Matcher
 TIME_LOOKBACK_LINES = 60
 
 # Launcher prefixes, counted per block so ranks/hosts seen and local->global maps are known.
-_CENSUS = re.compile(r"(?m)^(?:\s{0,3}\d{1,5}: )?(?:[\w.-]+: )?\[([A-Za-z_-]*?)(\d{1,6})\]:(?:\[rank(\d{1,6})\]:)?")
+_CENSUS = re.compile(r"(?m)^(?:\s{0,3}\d{1,5}: )?(?:[\w.-]{1,64}: )?\[([A-Za-z_-]*?)(\d{1,6})\]:(?:\[rank(\d{1,6})\]:)?")
 _SRUN_CENSUS = re.compile(r"(?m)^\s{0,3}(\d{1,5}): ")
-_NCCL_CENSUS = re.compile(r"(?m)([A-Za-z0-9][\w.-]*):(\d+):\d+ \[(\d{1,3})\] NCCL ")
+_NCCL_CENSUS = re.compile(r"(?m)^(?:\s{0,3}\d{1,5}: )?(?:\[[^\]\n]{1,40}\]:)*(?:[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]{0,63}):(\d+):\d+ \[(\d{1,3})\] NCCL ")
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,8 @@ class Scanner:
                 scan.global_ranks.add(int(global_rank))
         if not scan.global_ranks:
             scan.global_ranks.update(int(task) for task in set(_SRUN_CENSUS.findall(text[:65536])))
+        if " NCCL " not in text:
+            return
         for host, _pid, local in set(_NCCL_CENSUS.findall(text)):
             scan.nccl_hosts.setdefault(int(local), host)
 

@@ -150,7 +150,7 @@ def _expand_zip(name: str, data: bytes, budget: Budget) -> None:
             budget.notes.append(f"{_shown(name)}/{_shown(path)}: skipped, nested archives are not opened")
             continue
         if info.file_size > budget.bytes_left or (
-            info.file_size > 1024 * 1024 and info.file_size > limits.max_compression_ratio * max(info.compress_size, 1)
+            info.file_size > 16 * 1024 * 1024 and info.file_size > limits.max_compression_ratio * max(info.compress_size, 1)
         ):
             raise _bomb(name, limits)
         try:

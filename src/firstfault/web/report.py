@@ -41,7 +41,33 @@ def timeline_points(diagnosis: Diagnosis) -> list[dict]:
             points.setdefault((evidence.source, evidence.line), _point(evidence, kind, finding.failure_id))
     for evidence in diagnosis.error_lines:
         points.setdefault((evidence.source, evidence.line), _point(evidence, "error", ""))
-    return list(points.values())[:MAX_POINTS]
+    result = list(points.values())
+    result += _unshown_collateral_ranks(diagnosis, result)
+    return result[:MAX_POINTS]
+
+
+def _unshown_collateral_ranks(diagnosis: Diagnosis, points: list[dict]) -> list[dict]:
+    """A point for each collateral rank the diagnosis names but keeps no line of.
+
+    The engine may keep only the first line of a collateral group; its other ranks still belong in
+    the picture (the cascade), drawn hollow at the time of the group's first line, and marked as
+    such (`approx`) so the page does not pretend to know their exact time.
+    """
+    shown = {(point["rank"], point["failure_id"]) for point in points}
+    extra = []
+    for finding in diagnosis.collateral:
+        first = finding.evidence[0] if finding.evidence else None
+        if first is None:
+            continue
+        for rank in finding.ranks:
+            if (rank, finding.failure_id) in shown:
+                continue
+            point = _point(first, "collateral", finding.failure_id)
+            point.update(rank=rank, host=None, source=None, line=None, approx=True,
+                         text=f"rank {rank}: {finding.message or finding.failure_id} (its own line is not kept; "
+                              f"drawn at the group's first line)")
+            extra.append(point)
+    return extra
 
 
 def build_document(diagnosis: Diagnosis, notes: list[str] | tuple[str, ...] = ()) -> dict:

@@ -36,7 +36,7 @@ def _row_label(key: tuple) -> str:
 
 
 def _order_key(point: dict) -> tuple:
-    return (point["t"] is None, point["t"] or 0.0, point.get("source") or "", point.get("line") or 0)
+    return (point["t"] is None, point["t"] or 0.0, point.get("source") or "~", point.get("line") or 0, point.get("rank") or 0)
 
 
 def _nice_step(span: float) -> float:
@@ -91,7 +91,7 @@ def render_timeline(document: dict) -> Markup:
     legend = [("first", "first fault"), ("primary", "same failure"), ("collateral", "collateral"), ("error", "error line")]
     lx = plot_left
     for kind, label in legend:
-        out.append(f'<circle class="mark {kind}" cx="{lx + 6}" cy="16" r="{7 if kind == "first" else 5}"/>')
+        out.append(f'<circle class="key {kind}" cx="{lx + 6}" cy="16" r="{7 if kind == "first" else 5}"/>')
         out.append(f'<text class="legend" x="{lx + 18}" y="20">{label}</text>')
         lx += 30 + 8 * len(label)
     # rows and grid
@@ -126,11 +126,12 @@ def render_timeline(document: dict) -> Markup:
         x = x_of(index, point)
         y = TOP + ROW_HEIGHT * row_index[key] + ROW_HEIGHT / 2
         kind = point["kind"] if point["kind"] in KIND_ORDER else "error"
-        tip = f"{_row_label(key)} · {point.get('source')}:{point.get('line')}"
+        approx = bool(point.get("approx"))
+        tip = _row_label(key) if approx else f"{_row_label(key)} · {point.get('source')}:{point.get('line')}"
         if point.get("time"):
             tip += f" · {point['time']}"
         tip += f"\n{(point.get('text') or '')[:300]}"
-        anchor = "#" + anchor_id(point.get("source"), point.get("line"))
+        anchor = "#collateral" if approx else "#" + anchor_id(point.get("source"), point.get("line"))
         out.append(f'<a href="{anchor}" class="mark-link"><title>{escape(tip)}</title>')
         if kind == "first":
             out.append(f'<line class="first-rule" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP - 6}" y2="{axis_y}"/>')
@@ -141,7 +142,7 @@ def render_timeline(document: dict) -> Markup:
             out.append(f'<text class="first-label" text-anchor="{anchor_end}" x="{x + dx:.1f}" y="{y - 8:.1f}">first fault</text>')
         elif kind == "collateral":
             s = 4.5
-            out.append(f'<rect class="mark collateral" x="{x - s:.1f}" y="{y - s:.1f}" width="{2 * s}" height="{2 * s}" '
+            out.append(f'<rect class="mark collateral{" approx" if approx else ""}" x="{x - s:.1f}" y="{y - s:.1f}" width="{2 * s}" height="{2 * s}" '
                        f'transform="rotate(45 {x:.1f} {y:.1f})"/>')
         else:
             out.append(f'<circle class="mark {kind}" cx="{x:.1f}" cy="{y:.1f}" r="5"/>')

@@ -1,0 +1,129 @@
+"""Alerts: what the watcher tells people, once, and then only what changed.
+
+`AlertBook.from_diagnosis` turns each new Diagnosis into at most one alert: `failure` when a first
+fault appears, `update` when the first fault changes (an earlier one arrived late) or its
+collateral grows; `from_hang` raises `hang` once per episode and `resolved` when progress resumes.
+Alerts carry plain values only, so every sink can render them without the engine.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from ..model import Diagnosis
+from ..render.contract import iso_time
+from .progress import HangVerdict
+
+ROOT_ROLES = ("root", "symptom")  # a first fault of these roles is alerted at once; collateral-only waits
+COLLATERAL_ONLY_SETTLE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Alert:
+    kind: str  # failure | update | hang | resolved
+    failure_id: str
+    summary: str
+    rank: int | None = None
+    host: str | None = None
+    source: str | None = None
+    line: int | None = None
+    text: str = ""
+    fault_time: float | None = None  # the log's own time of the initiating line
+    confidence: float | None = None
+    ranks: tuple[int, ...] = ()  # hang: the ranks that stopped first
+    collateral: tuple[dict, ...] = ()  # {failure_id, ranks, count}
+    emitted_at: float = field(default_factory=time.time)
+    sequence: int = 0
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["schema"] = "firstfault.alert/1"
+        data["ranks"] = list(self.ranks)
+        data["collateral"] = [dict(item) for item in self.collateral]
+        data["fault_time"] = iso_time(self.fault_time)
+        data["emitted_at"] = iso_time(self.emitted_at)
+        return data
+
+    def headline(self) -> str:
+        if self.kind == "hang":
+            who = ", ".join(f"rank {rank}" for rank in self.ranks) or "every rank"
+            return f"HANG: {who} stopped making progress first ({self.summary})"
+        if self.kind == "resolved":
+            return f"resolved: {self.summary}"
+        where = f"rank {self.rank}" if self.rank is not None else "rank unknown"
+        if self.host:
+            where += f" on {self.host}"
+        prefix = "FIRST FAULT" if self.kind == "failure" else "update"
+        return f"{prefix}: {self.failure_id} on {where}: {self.summary or self.text}"
+
+
+class AlertBook:
+    """Remembers what was said, so each change is said once."""
+
+    def __init__(self) -> None:
+        self.sequence = 0
+        self.primary_key: tuple | None = None
+        self.collateral_key: tuple = ()
+        self.hang_key: tuple | None = None
+        self.collateral_only_since: float | None = None
+        self.failure_alerted = False
+
+    def _next(self, **values) -> Alert:
+        self.sequence += 1
+        return Alert(sequence=self.sequence, **values)
+
+    def from_diagnosis(self, diagnosis: Diagnosis, now: float, settled: bool = False) -> Alert | None:
+        """`settled`: no new input for a while (or the job ended): collateral-only verdicts may be said."""
+        if diagnosis.status != "failure" or diagnosis.primary is None:
+            return None
+        primary, initiating = diagnosis.primary, diagnosis.initiating
+        role = primary.evidence[0].role if primary.evidence else ""
+        if role not in ROOT_ROLES and not settled:
+            if self.collateral_only_since is None:
+                self.collateral_only_since = now
+            if now - self.collateral_only_since < COLLATERAL_ONLY_SETTLE_SECONDS:
+                return None
+        key = (primary.failure_id, initiating.rank if initiating else None,
+               initiating.source if initiating else None, initiating.line if initiating else None)
+        collateral = tuple(
+            {"failure_id": item.failure_id, "ranks": list(item.ranks), "count": item.count}
+            for item in diagnosis.collateral)
+        collateral_key = tuple((item["failure_id"], tuple(item["ranks"]), item["count"]) for item in collateral)
+        if key == self.primary_key and collateral_key == self.collateral_key:
+            return None
+        kind = "failure" if not self.failure_alerted else "update"
+        if key == self.primary_key and {c[:2] for c in collateral_key} == {c[:2] for c in self.collateral_key}:
+            self.collateral_key = collateral_key  # only counts grew: not worth a message
+            return None
+        self.primary_key, self.collateral_key, self.failure_alerted = key, collateral_key, True
+        return self._next(
+            kind=kind, failure_id=primary.failure_id, summary=primary.message,
+            rank=initiating.rank if initiating else None, host=initiating.host if initiating else None,
+            source=initiating.source if initiating else None, line=initiating.line if initiating else None,
+            text=initiating.text if initiating else "", fault_time=initiating.time if initiating else None,
+            confidence=round(primary.confidence, 3), collateral=collateral,
+        )
+
+    def from_hang(self, verdict: HangVerdict | None) -> Alert | None:
+        if verdict is None:
+            if self.hang_key is None:
+                return None
+            self.hang_key = None
+            return self._next(kind="resolved", failure_id="hang", summary="progress resumed")
+        key = verdict.labels
+        if key == self.hang_key:
+            return None
+        self.hang_key = key
+        first = verdict.stopped_first[0]
+        others = [entry.label for entry in verdict.silent if entry not in verdict.stopped_first]
+        summary = f"no progress for {verdict.silent_for:.1f} s"
+        if first.last_text:
+            summary += f"; last: {first.last_text.strip()[:160]!r}"
+        if verdict.kind == "partial":
+            summary += f"; still progressing: {', '.join(entry.label for entry in verdict.active)}"
+        elif others:
+            summary += f"; then silent too: {', '.join(others)}"
+        return self._next(
+            kind="hang", failure_id="hang", summary=summary, rank=first.rank, source=first.source,
+            text=first.last_text, ranks=verdict.ranks,
+        )

@@ -1,0 +1,72 @@
+"""Incremental scanning: feed a growing file's new complete lines through the same Scanner.
+
+Each chunk is scanned with `Scanner.scan` on an in-memory input (the scanner's public entry
+point), then its hits and census are merged into one accumulated `FileScan` per file, with line
+numbers shifted to the chunk's place in the file and times carried across chunks as a full scan
+carries them across blocks. `pipeline.diagnose_scans` then correlates the accumulated scans as it
+correlates those of `diagnose`.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ingest.attribution import hints_from_path
+from ..ingest.sources import InputFile
+from ..match.scanner import FileScan, RawHit, Scanner
+
+
+class IncrementalScan:
+    """One file's accumulated FileScan, grown chunk by chunk of complete lines."""
+
+    def __init__(self, scanner: Scanner, item: InputFile) -> None:
+        self.scanner = scanner
+        self.scan = FileScan(input=item, hints=hints_from_path(item.relative))
+        self.next_line = 1  # the 1-based number of the next line fed
+
+    def feed(self, data: bytes) -> list[RawHit]:
+        """Scan `data` (complete lines, each ending in '\\n'); return the new hits."""
+        if not data:
+            return []
+        line_count = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        chunk_input = InputFile(display=self.scan.input.display, relative=self.scan.input.relative, content=data)
+        chunk = self.scanner.scan(chunk_input)
+        first_line = self.next_line
+        self.next_line += line_count
+        stats = self.scan.stats
+        stats.lines += line_count
+        stats.bytes += len(data)
+        if chunk.error:
+            # a chunk that looks binary: counted, not matched (the file as a whole may be text)
+            note = f"lines {first_line}-{self.next_line - 1}: {chunk.error}"
+            if note not in stats.notes:
+                stats.notes.append(note)
+            return []
+        stats.long_lines += chunk.stats.long_lines
+        stats.invalid_utf8 = stats.invalid_utf8 or chunk.stats.invalid_utf8
+        new_hits = [self._placed(hit, first_line) for hit in chunk.hits]
+        self.scan.hits.extend(new_hits)
+        self._merge_census(chunk)
+        return new_hits
+
+    def _placed(self, hit: RawHit, first_line: int) -> RawHit:
+        hit = replace(hit, line=hit.line + first_line - 1)
+        if hit.time is None and self.scan.last_time is not None:
+            # a full scan carries the last time seen across blocks; so do chunks
+            hit = replace(hit, time=self.scan.last_time, time_inherited=True)
+        return hit
+
+    def _merge_census(self, chunk: FileScan) -> None:
+        scan = self.scan
+        scan.local_ranks |= chunk.local_ranks
+        scan.global_ranks |= chunk.global_ranks
+        scan.local_to_global.update(chunk.local_to_global)
+        for local, host in chunk.nccl_hosts.items():
+            scan.nccl_hosts.setdefault(local, host)
+        if scan.first_time is None:
+            scan.first_time = chunk.first_time
+        if chunk.last_time is not None:
+            scan.last_time = chunk.last_time
+
+    def rename(self, display: str) -> None:
+        """The file was renamed (rotation inside a watched folder): reports name it by its new path."""
+        self.scan.input = replace(self.scan.input, display=display)

@@ -1,0 +1,120 @@
+"""Hang detection from progress lines: which ranks stopped making progress, and which stopped first.
+
+Every new line counts as activity of the rank that wrote it (attributed as the engine does: the
+`[rankN]:` / `[defaultN]:` prefixes, else the file's path). A *progress line* names a step
+("step 41", "iter 41", "Epoch 2 | batch 17"); the numbers it carries order ranks by how far they
+got. A rank takes part once it has printed `min_progress_lines` of them, so a job where only rank 0
+logs its steps is judged by rank 0 alone. A hang is raised when some ranks print no progress for
+`after_seconds` while others go on, or when all fall silent; then the ranks named are the ones
+that stopped first: the lowest step, else the earliest last progress line.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..ingest.attribution import PathHints, parse_prefix
+
+DEFAULT_PROGRESS = r"(?i)\b(?:global[_ ]step|step|iter(?:ation)?|batch|epoch)\b\s*[:=#]?\s*\[?(\d+)"
+SIMULTANEOUS_SECONDS = 0.5  # ranks whose last progress lines are closer than this stopped "together"
+
+
+@dataclass
+class RankProgress:
+    label: str  # "rank 3", or the file's name when no rank is known
+    rank: int | None
+    last_line_at: float = 0.0
+    last_progress_at: float = 0.0
+    progress_lines: int = 0
+    position: tuple = ()  # the step numbers of the last progress line
+    last_text: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class HangVerdict:
+    kind: str  # partial (some ranks stopped while others go on) | all (every rank fell silent)
+    stopped_first: tuple[RankProgress, ...]
+    silent: tuple[RankProgress, ...]
+    active: tuple[RankProgress, ...]
+    silent_for: float  # seconds since the first-named rank's last progress line
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        return tuple(item.rank for item in self.stopped_first if item.rank is not None)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(item.label for item in self.stopped_first)
+
+
+@dataclass
+class ProgressTracker:
+    after_seconds: float = 300.0
+    pattern: str = DEFAULT_PROGRESS
+    min_progress_lines: int = 2
+    ranks: dict = field(default_factory=dict)  # label -> RankProgress
+
+    def __post_init__(self) -> None:
+        self._progress = re.compile(self.pattern)
+
+    def observe(self, data: bytes, display: str, hints: PathHints, now: float, local_offset: int | None = None) -> None:
+        """Note the activity in one chunk of new complete lines of one file."""
+        text = data.decode("utf-8", errors="replace")
+        latest: dict[str, tuple[RankProgress, str | None]] = {}
+        for line in text.split("\n"):
+            if not line.strip():
+                continue
+            label, rank = self._who(line, display, hints, local_offset)
+            entry = self.ranks.get(label)
+            if entry is None:
+                entry = self.ranks[label] = RankProgress(label, rank, source=display)
+            entry.last_line_at = now
+            steps = self._progress.findall(line)
+            if steps:
+                entry.progress_lines += 1
+                entry.position = tuple(int(value) for value in steps)
+                entry.last_progress_at = now
+                entry.last_text = line[-300:]
+                entry.source = display
+
+    def _who(self, line: str, display: str, hints: PathHints, local_offset: int | None) -> tuple[str, int | None]:
+        rank = None
+        if line[:1] in "[0123456789 (" or ": " in line[:40]:
+            prefix = parse_prefix(line)
+            rank = prefix.rank
+            if rank is None and prefix.local_rank is not None:
+                rank = prefix.local_rank + (local_offset or 0)
+        if rank is None and hints.local_rank is not None:
+            rank = hints.local_rank + (local_offset or 0)
+        if rank is None:
+            rank = hints.rank
+        return (f"rank {rank}", rank) if rank is not None else (display, None)
+
+    def check(self, now: float) -> HangVerdict | None:
+        taking_part = [entry for entry in self.ranks.values() if entry.progress_lines >= self.min_progress_lines]
+        silent = [entry for entry in taking_part if now - entry.last_progress_at >= self.after_seconds]
+        if not silent:
+            return None
+        active = [entry for entry in taking_part if entry not in silent]
+        first = _stopped_first(silent)
+        kind = "partial" if active else "all"
+        silent_for = now - min(entry.last_progress_at for entry in first)
+        order = sorted(silent, key=lambda entry: (entry.rank is None, entry.rank, entry.label))
+        return HangVerdict(kind, tuple(first), tuple(order), tuple(active), silent_for)
+
+    def seconds_since_progress(self, now: float) -> dict[str, float]:
+        return {label: now - entry.last_progress_at for label, entry in self.ranks.items() if entry.progress_lines}
+
+
+def _stopped_first(silent: list[RankProgress]) -> list[RankProgress]:
+    """The lowest step when steps differ, else the earliest last progress line."""
+    comparable = len({len(entry.position) for entry in silent}) == 1
+    if comparable:
+        lowest = min(entry.position for entry in silent)
+        if lowest < max(entry.position for entry in silent):
+            behind = [entry for entry in silent if entry.position == lowest]
+            return sorted(behind, key=lambda entry: (entry.rank is None, entry.rank, entry.label))
+    earliest = min(entry.last_progress_at for entry in silent)
+    together = [entry for entry in silent if entry.last_progress_at - earliest < SIMULTANEOUS_SECONDS]
+    return sorted(together, key=lambda entry: (entry.rank is None, entry.rank, entry.label))

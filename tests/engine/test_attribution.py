@@ -1,0 +1,120 @@
+"""Rank, host and time from every launcher prefix and file-name convention."""
+from __future__ import annotations
+
+import pytest
+
+from firstfault.ingest.attribution import device_mentioned, hints_from_path, parse_prefix
+from firstfault.ingest.timestamps import Clock
+from firstfault.pipeline import diagnose_paths
+
+ASSERT = "RuntimeError: CUDA error: device-side assert triggered"
+
+
+@pytest.mark.parametrize("line, rank, local, host", [
+    ("[rank3]: Traceback (most recent call last):", 3, None, None),
+    ("[default3]:[rank11]: RuntimeError: x", 11, 3, None),
+    ("[default5]:loss 2.0", None, 5, None),
+    ("[trainer2]:loss 2.0", None, 2, None),
+    ("7: [rank7]: RuntimeError: x", 7, None, None),
+    ("12: RuntimeError: x", 12, None, None),
+    ("node-7: [rank3]: RuntimeError: x", 3, None, "node-7"),
+    ("dgx-a100-18: [2023-08-29 22:28:13,030] [INFO] [launch.py:315:sigkill_handler] x", None, None, "dgx-a100-18"),
+    ("gpu-a07:1234:1240 [3] NCCL INFO Bootstrap : Using eth0", None, 3, "gpu-a07"),
+    ("(RayTrainWorker pid=1234, ip=10.60.2.16) RuntimeError: x", None, None, "10.60.2.16"),
+    ("(VllmWorker TP1 pid=3523) ERROR x", None, 1, None),
+    ("Dec  2 16:46:31 dgx-a100-18 kernel: Out of memory: Killed process 1234 (python)", None, None, "dgx-a100-18"),
+    ("Epoch1: loss 2.0", None, None, None),
+    ("RuntimeError: CUDA error", None, None, None),
+])
+def test_line_prefixes(line, rank, local, host):
+    prefix = parse_prefix(line)
+    assert (prefix.rank, prefix.local_rank, prefix.host) == (rank, local, host)
+
+
+@pytest.mark.parametrize("path, rank, local, node, host", [
+    ("rank3.log", 3, None, None, None),
+    ("rank-03.err", 3, None, None, None),
+    ("worker-3.log", 3, None, None, None),
+    ("job_rank_3_out.log", 3, None, None, None),
+    ("node1.log", None, None, 1, None),
+    ("torchelastic/none_abc/attempt_0/3/stderr.log", None, 3, None, None),
+    ("dgx-a100-18/dmesg.txt", None, None, None, "dgx-a100-18"),
+    ("dmesg-gpu-node-12.txt", None, None, None, "gpu-node-12"),
+    ("train.log", None, None, None, None),
+])
+def test_path_hints(path, rank, local, node, host):
+    hints = hints_from_path(path)
+    assert (hints.rank, hints.local_rank, hints.node_rank, hints.host) == (rank, local, node, host)
+
+
+def test_device_index_in_message():
+    assert device_mentioned("Tried to allocate 386.00 MiB (GPU 1; 39.39 GiB total capacity)") == 1
+    assert device_mentioned("expected all tensors on cuda:3") == 3
+    assert device_mentioned("loss 2.0") is None
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2026-12-02 16:46:31,644 INFO x", "2026-12-02T16:46:31.644"),
+    ("[2026-12-02 16:46:31,644] [INFO] [launch.py:1] x", "2026-12-02T16:46:31.644"),
+    ("2026-12-02T16:46:31.500Z x", "2026-12-02T16:46:31.500"),
+    ("2026-12-02T17:46:31.5+01:00 x", "2026-12-02T16:46:31.500"),
+    ("E1202 16:46:31.250000 16938 torch/x.py:1] y", "2026-12-02T16:46:31.250"),
+    ("Dec  2 16:46:31 host kernel: x", "2026-12-02T16:46:31.000"),
+    ("[Wed Dec  2 16:46:31 2026] NVRM: Xid", "2026-12-02T16:46:31.000"),
+    ("  time      : 2026-12-02_16:46:31", "2026-12-02T16:46:31.000"),
+])
+def test_timestamps(text, expected):
+    from firstfault.render.contract import iso_time
+
+    clock = Clock()
+    clock.reference_year = 2026
+    assert iso_time(clock.parse(text)).startswith(expected)
+
+
+def test_dmesg_seconds_since_boot_are_not_wall_time():
+    assert Clock().parse("[12345.678901] NVRM: Xid (PCI:0000:3b:00): 79") is None
+
+
+def _write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_two_node_console_maps_local_to_global_rank(tmp_path):
+    # node1's [default1] is global rank 3 when each node runs 2 processes
+    _write(tmp_path / "node0.log", "[default0]:step 1\n[default1]:step 1\n")
+    _write(tmp_path / "node1.log", f"[default0]:step 1\n[default1]:{ASSERT}\n")
+    assert diagnose_paths([str(tmp_path)]).initiating.rank == 3
+
+
+def test_local_to_global_pairs_in_the_file_win(tmp_path):
+    _write(tmp_path / "console.log", f"[default1]:[rank9]: step\n[default1]:{ASSERT}\n")
+    assert diagnose_paths([str(tmp_path)]).initiating.rank == 9
+
+
+def test_torchrun_log_dir_layout(tmp_path):
+    base = tmp_path / "torchelastic" / "none_x" / "attempt_0"
+    for local in range(3):
+        _write(base / str(local) / "stderr.log", ASSERT + "\n" if local == 2 else "ok\n")
+    assert diagnose_paths([str(tmp_path)]).initiating.rank == 2
+
+
+def test_srun_label_console(tmp_path):
+    _write(tmp_path / "slurm-1.out", f"0: step 1\n1: step 1\n1: {ASSERT}\n0: Connection closed by peer\n")
+    assert diagnose_paths([str(tmp_path)]).initiating.rank == 1
+
+
+def test_dmesg_host_from_folder(tmp_path):
+    _write(tmp_path / "gpu-node-07" / "dmesg.txt",
+           "[Wed Dec  2 16:46:31 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "gpu-fallen-off-bus"
+    assert diagnosis.initiating.host == "gpu-node-07"
+
+
+def test_progress_bar_carriage_returns_do_not_shift_line_numbers(tmp_path):
+    text = "step 1\n 10%|#  | 1/10\r 20%|## | 2/10\r 30%|### | 3/10\nstep 2\n" + ASSERT + "\n"
+    _write(tmp_path / "train.log", text)
+    diagnosis = diagnose_paths([str(tmp_path)])
+    grep_line = text.split("\n").index(ASSERT) + 1  # what `grep -n` prints
+    assert diagnosis.initiating.line == grep_line == 4

@@ -1,0 +1,69 @@
+"""No planted secret survives into any output; hosts are masked only when asked."""
+from __future__ import annotations
+
+import pytest
+
+from firstfault.mask import mask_secrets
+
+from .conftest import run_cli
+
+SECRETS = {
+    "hf": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github": "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+    "aws": "AKIAIOSFODNN7EXAMPLE",
+    "aws_secret": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYAA",
+    "wandb": "0123456789abcdef0123456789abcdef01234567",
+    "bearer": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9abcdef",
+    "password": "hunter2-Sup3rSecret",
+    "email": "alice.smith@example.com",
+    "user": "alice",
+}
+
+
+def planted_log() -> str:
+    return "\n".join([
+        f"2026-03-01 10:00:00,000 INFO env HF_TOKEN={SECRETS['hf']} GITHUB_TOKEN={SECRETS['github']}",
+        f"2026-03-01 10:00:00,001 INFO aws_access_key_id={SECRETS['aws']} aws_secret_access_key={SECRETS['aws_secret']}",
+        f"2026-03-01 10:00:00,002 INFO wandb: WANDB_API_KEY={SECRETS['wandb']}",
+        f"2026-03-01 10:00:00,003 INFO curl -H 'Authorization: Bearer {SECRETS['bearer']}' --password={SECRETS['password']}",
+        f"2026-03-01 10:00:00,004 INFO contact {SECRETS['email']}",
+        # the failure line itself carries secrets: it is what the report prints
+        f'[rank1]: FileNotFoundError: /home/{SECRETS["user"]}/data token {SECRETS["hf"]} mail {SECRETS["email"]} password={SECRETS["password"]}',
+        f'[rank1]:   File "/home/{SECRETS["user"]}/train.py", line 3, in <module>',
+        "[rank1]: RuntimeError: CUDA error: device-side assert triggered",
+    ]) + "\n"
+
+
+@pytest.mark.parametrize("output_format", ["terminal", "json", "markdown"])
+def test_no_planted_secret_reaches_any_output(tmp_path, output_format):
+    log = tmp_path / "console.log"
+    log.write_text(planted_log())
+    result = run_cli("diagnose", str(log), "--format", output_format)
+    assert result.returncode == 1, result.stderr
+    output = result.stdout.decode() + result.stderr.decode()
+    assert "device-side assert" in output or "cuda-device-side-assert" in output
+    for name, secret in SECRETS.items():
+        if name == "user":
+            assert f"/home/{secret}/" not in output
+        else:
+            assert secret not in output, f"{name} leaked in {output_format}"
+
+
+@pytest.mark.parametrize("text", [
+    "NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+    "tokenizer_config.json loaded, max_tokens=4096",
+    "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+])
+def test_ordinary_lines_are_left_alone(text):
+    assert mask_secrets(text) == text
+
+
+def test_hosts_are_pseudonymised_only_with_mask_hosts(tmp_path):
+    log = tmp_path / "dgx-a100-18" / "dmesg.txt"
+    log.parent.mkdir()
+    log.write_text("Dec  2 16:46:31 dgx-a100-18 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")
+    plain = run_cli("diagnose", str(log.parent), "--format", "json").stdout.decode()
+    masked = run_cli("diagnose", str(log.parent), "--format", "json", "--mask-hosts").stdout.decode()
+    assert '"host": "dgx-a100-18"' in plain
+    assert "dgx-a100-18" not in masked.replace(str(tmp_path), "")
+    assert '"host": "host-' in masked

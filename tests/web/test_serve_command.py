@@ -1,0 +1,58 @@
+"""`firstfault serve`: options, the missing-extra message, the warning without authentication."""
+from __future__ import annotations
+
+import pytest
+
+from firstfault import cli
+
+
+@pytest.fixture
+def captured_run(monkeypatch):
+    calls = []
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: calls.append((app, options)))
+    return calls
+
+
+def test_every_option_is_documented():
+    parser = cli.build_parser()
+    serve = parser._subparsers._group_actions[0].choices["serve"]
+    options = {action.dest: action for action in serve._actions if action.dest != "help"}
+    assert set(options) >= {"host", "port", "db", "no_history"}
+    assert all(action.help for action in options.values())
+
+
+def test_loopback_default_and_db(captured_run, tmp_path, capsys):
+    db = tmp_path / "h.sqlite3"
+    assert cli.main(["serve", "--port", "8123", "--db", str(db)]) == 0
+    app, options = captured_run[0]
+    assert options["host"] == "127.0.0.1" and options["port"] == 8123
+    assert app.state.history.path == str(db) and db.exists()
+    err = capsys.readouterr().err
+    assert "warning" not in err and "http://127.0.0.1:8123/" in err
+
+
+def test_default_db_in_the_user_data_dir(captured_run, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert cli.main(["serve"]) == 0
+    assert captured_run[0][0].state.history.path == str(tmp_path / "firstfault" / "history.sqlite3")
+
+
+def test_all_interfaces_warn_about_no_authentication(captured_run, capsys):
+    assert cli.main(["serve", "--host", "0.0.0.0", "--no-history"]) == 0
+    err = capsys.readouterr().err
+    assert "warning" in err and "no authentication" in err
+    assert captured_run[0][0].state.history is None
+
+
+def test_missing_web_extra(monkeypatch, capsys):
+    monkeypatch.setattr("firstfault.web.missing_requirements", lambda: ["fastapi", "uvicorn"])
+    assert cli.main(["serve"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'firstfault[web]'" in err and "fastapi" in err
+
+
+def test_bad_port(capsys):
+    assert cli.main(["serve", "--port", "70000"]) == 2
+    assert "not a port" in capsys.readouterr().err
