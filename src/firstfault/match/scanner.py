@@ -1,7 +1,9 @@
 """One streaming pass over one input: blocks -> candidate lines -> masked -> matched hits.
 
-Per-line Python work happens only on lines that contain a signature literal; the rest of a
-block is handled by C-level regex passes (literal prefilter, launcher-prefix census).
+Blocks stay bytes: the matcher's engine (Hyperscan, or the Python literal prefilter) finds the
+candidate lines of a whole block at C speed; only those lines are decoded, masked, confirmed by
+the signature's Python regex, and given a rank, host and time. The census of launcher prefixes
+runs as block-level regex passes, with fast paths for blocks that repeat one prefix.
 """
 from __future__ import annotations
 
@@ -20,9 +22,14 @@ from .compiler import Matcher
 TIME_LOOKBACK_LINES = 60
 
 # Launcher prefixes, counted per block so ranks/hosts seen and local->global maps are known.
-_CENSUS = re.compile(r"(?m)^(?:\s{0,3}\d{1,5}: )?(?:[\w.-]{1,64}: )?\[([A-Za-z_-]*?)(\d{1,6})\]:(?:\[rank(\d{1,6})\]:)?")
-_SRUN_CENSUS = re.compile(r"(?m)^\s{0,3}(\d{1,5}): ")
-_NCCL_CENSUS = re.compile(r"(?m)^(?:\s{0,3}\d{1,5}: )?(?:\[[^\]\n]{1,40}\]:)*(?:[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]{0,63}):(\d+):\d+ \[(\d{1,3})\] NCCL ")
+# Written to start with a newline (the block gets one in front) so the regex engine jumps from
+# line start to line start instead of trying every position.
+_PREFIXES = rb"(?:\s{0,3}\d{1,5}: )?(?:[\w.-]{1,64}: )?"
+_CENSUS = re.compile(rb"\n" + _PREFIXES + rb"\[([A-Za-z_-]*?)(\d{1,6})\]:(?:\[rank(\d{1,6})\]:)?")
+_SRUN_CENSUS = re.compile(rb"(?m)^\s{0,3}(\d{1,5}): ")
+_NCCL_LINE = re.compile(
+    rb"\n(?:\s{0,3}\d{1,5}: )?(?:\[[^\]\n]{1,40}\]:)*(?:[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]{0,63}):(\d+):\d+ \[(\d{1,3})\] NCCL ")
+_NCCL_LOCAL = re.compile(rb":\d+ \[(\d{1,3})\] NCCL ")
 
 
 @dataclass(frozen=True)
@@ -58,78 +65,92 @@ class FileScan:
 class Scanner:
     """Scans inputs with one compiled Matcher and one shared Clock."""
 
-    def __init__(self, signatures: list[Signature]) -> None:
-        self.matcher = Matcher(signatures)
+    def __init__(self, signatures: list[Signature], engine: str | None = None) -> None:
+        self.signatures = list(signatures)
+        self.matcher = Matcher(self.signatures, engine)
         self.clock = Clock()
+
+    def __getstate__(self):
+        # compiled databases do not pickle: a copy in another process compiles (or loads) its own
+        return {"signatures": self.signatures, "engine": self.matcher.engine}
+
+    def __setstate__(self, state) -> None:
+        self.__init__(state["signatures"], state["engine"])
 
     def scan(self, item: InputFile) -> FileScan:
         scan = FileScan(input=item, hints=hints_from_path(item.relative))
         carried_time: float | None = None
+        decode = self.matcher.fast is None
         try:
-            for block in read_blocks(item, scan.stats):
-                self._census(block.text, scan)
+            for block in read_blocks(item, scan.stats, decode=decode):
+                self._census(block.data, scan)
                 carried_time = self._scan_block(block, scan, carried_time)
         except Unreadable as exc:
             scan.error = str(exc)
         return scan
 
-    def _census(self, text: str, scan: FileScan) -> None:
-        for role, local, global_rank in set(_CENSUS.findall(text)):
-            if role == "rank":
-                scan.global_ranks.add(int(local))
-                continue
-            scan.local_ranks.add(int(local))
-            if global_rank:
-                scan.local_to_global[(int(local), int(global_rank))] += 1
-                scan.global_ranks.add(int(global_rank))
+    def _census(self, data: bytes, scan: FileScan) -> None:
+        if b"]:" in data:
+            for role, local, global_rank in _prefix_census(data):
+                if role == b"rank":
+                    scan.global_ranks.add(int(local))
+                    continue
+                scan.local_ranks.add(int(local))
+                if global_rank:
+                    scan.local_to_global[(int(local), int(global_rank))] += 1
+                    scan.global_ranks.add(int(global_rank))
         if not scan.global_ranks:
-            scan.global_ranks.update(int(task) for task in set(_SRUN_CENSUS.findall(text[:65536])))
-        if " NCCL " not in text:
-            return
-        for host, _pid, local in set(_NCCL_CENSUS.findall(text)):
-            scan.nccl_hosts.setdefault(int(local), host)
+            scan.global_ranks.update(int(task) for task in set(_SRUN_CENSUS.findall(data[:65536])))
+        if b" NCCL " in data:
+            _nccl_census(data, scan.nccl_hosts)
 
     def _scan_block(self, block: Block, scan: FileScan, carried_time: float | None) -> float | None:
-        text = block.text
-        starts = sorted({text.rfind("\n", 0, offset) + 1 for offset in self.matcher.candidate_offsets(text)})
+        data = block.data
+        scan_data = data.replace(b"\r", b" ") if b"\r" in data else data
+        candidates, valid = self.matcher.candidate_lines(scan_data)
+        if valid is False:
+            scan.stats.invalid_utf8 = True
         line_number, counted_to = block.first_line, 0
-        for start in starts:
-            line_number += text.count("\n", counted_to, start)
+        for start in sorted(candidates):
+            line_number += data.count(b"\n", counted_to, start)
             counted_to = start
-            end = text.find("\n", start)
-            raw_line = text[start:] if end < 0 else text[start:end]
-            self._match_line(raw_line, line_number, text, start, scan, carried_time)
-        block_time = self._last_time_in(text, len(text))
+            end = data.find(b"\n", start)
+            raw_line = (data[start:] if end < 0 else data[start:end]).decode("utf-8", "replace")
+            self._match_line(raw_line, candidates[start], line_number, data, start, scan, carried_time)
+        block_time = self._last_time_in(data, len(data))
         if block_time is not None:
             carried_time = block_time
             scan.last_time = block_time
             if scan.first_time is None:
-                scan.first_time = self._first_time_in(text)
+                scan.first_time = self._first_time_in(data)
         return carried_time
 
-    def _match_line(self, raw_line: str, line_number: int, text: str, start: int, scan: FileScan, carried_time) -> None:
+    def _match_line(self, raw_line: str, indices, line_number: int, data: bytes, start: int, scan: FileScan,
+                    carried_time) -> None:
         line = mask_secrets(raw_line)
-        hits = self.matcher.match_line(line.replace("\r", " "))
+        searched = raw_line.replace("\r", " ")
+        masked = searched if line == raw_line else line.replace("\r", " ")
+        hits = self.matcher.confirm(searched, masked, indices)
         if not hits:
             return
         prefix = parse_prefix(line)
         time = self.clock.parse(line[prefix.offset:]) if prefix.offset else self.clock.parse(line)
         inherited = False
         if time is None:
-            time = self._last_time_in(text, start)
+            time = self._last_time_in(data, start)
             time = carried_time if time is None else time
             inherited = time is not None
         display = _display_text(line)
         for compiled, captures in hits:
             scan.hits.append(RawHit(compiled.signature, captures, line_number, display, prefix, time, inherited))
 
-    def _last_time_in(self, text: str, end: int) -> float | None:
+    def _last_time_in(self, data: bytes, end: int) -> float | None:
         """The time of the nearest earlier line in this block that carries one."""
         for _ in range(TIME_LOOKBACK_LINES):
             if end <= 0:
                 return None
-            start = text.rfind("\n", 0, end - 1) + 1
-            line = text[start:end]
+            start = data.rfind(b"\n", 0, end - 1) + 1
+            line = data[start:end].decode("utf-8", "replace")
             prefix = parse_prefix(line) if line[:1] in "[0123456789 (" or ": " in line[:40] else None
             value = self.clock.parse(line[prefix.offset:] if prefix else line)
             if value is not None:
@@ -139,17 +160,49 @@ class Scanner:
                 return None
         return None
 
-    def _first_time_in(self, text: str) -> float | None:
+    def _first_time_in(self, data: bytes) -> float | None:
         position = 0
         for _ in range(TIME_LOOKBACK_LINES):
-            end = text.find("\n", position)
-            line = text[position:] if end < 0 else text[position:end]
+            end = data.find(b"\n", position)
+            line = (data[position:] if end < 0 else data[position:end]).decode("utf-8", "replace")
             prefix = parse_prefix(line)
             value = self.clock.parse(line[prefix.offset:])
             if value is not None or end < 0:
                 return value
             position = end + 1
         return None
+
+
+def _prefix_census(data: bytes) -> set:
+    """Distinct (role, local, global) launcher prefixes of a block's lines."""
+    first = _CENSUS.match(b"\n" + data[:512])
+    if first is not None:
+        # one prefix on every line (a per-rank file): two substring counts prove it
+        prefix = first.group(0)
+        extends = first.group(3) is None and b"[rank" in data and data.count(prefix + b"[rank") > 0
+        if not extends and data.startswith(prefix[1:]) and data.count(prefix) == data.count(b"\n"):
+            return {first.groups(default=b"")}
+    found = set(_CENSUS.findall(data))
+    head = _CENSUS.match(b"\n" + data[:512])
+    if head is not None:
+        found.add(head.groups(default=b""))
+    return found
+
+
+def _nccl_census(data: bytes, hosts: dict) -> None:
+    """For each local rank in `[L] NCCL` lines not yet known, the host of its first such line."""
+    for local in sorted(set(_NCCL_LOCAL.findall(data)), key=int):
+        if int(local) in hosts:
+            continue
+        needle = b" [" + local + b"] NCCL "
+        position = data.find(needle)
+        while position >= 0:
+            start = data.rfind(b"\n", 0, position) + 1
+            found = _NCCL_LINE.match(b"\n" + data[start:position + len(needle)])
+            if found:
+                hosts[int(local)] = found.group(1).decode("utf-8", "replace")
+                break
+            position = data.find(needle, position + 1)
 
 
 def _display_text(line: str) -> str:

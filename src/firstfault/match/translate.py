@@ -39,7 +39,6 @@ def _fold_partners() -> dict[str, str]:
     """Non-ASCII characters that Python's case-insensitive matching equates with an ASCII letter."""
     partners: dict[str, str] = {}
     others = "".join(chr(code) for code in range(0x80, 0x10000) if not 0xD800 <= code < 0xE000)
-    others += "\u212a\u212b\ufb05\ufb06"
     for letter in "abcdefghijklmnopqrstuvwxyz":
         found = re.findall(f"(?i){letter}", others)
         if found:

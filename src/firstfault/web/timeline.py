@@ -14,8 +14,9 @@ from markupsafe import Markup, escape
 WIDTH = 960
 LABEL_WIDTH = 170
 RIGHT_PAD = 30
-ROW_HEIGHT = 24
-TOP = 46
+ROW_HEIGHT = 30
+TOP = 50
+INSET = 18  # marks at the ends of the axis stay clear of the row labels
 MAX_ROWS = 64
 KIND_ORDER = {"first": 0, "primary": 1, "error": 2, "collateral": 3}
 
@@ -68,7 +69,8 @@ def render_timeline(document: dict) -> Markup:
     row_index = {key: index for index, key in enumerate(rows)}
     extra_rows = 1 if quiet else 0
     height = TOP + ROW_HEIGHT * (len(rows) + extra_rows) + 34
-    plot_left, plot_right = LABEL_WIDTH, WIDTH - RIGHT_PAD
+    axis_left, axis_right = LABEL_WIDTH, WIDTH - RIGHT_PAD
+    plot_left, plot_right = axis_left + INSET, axis_right - INSET
     plot_width = plot_right - plot_left
 
     times = [point["t"] for point in points if point["t"] is not None]
@@ -91,20 +93,23 @@ def render_timeline(document: dict) -> Markup:
     legend = [("first", "first fault"), ("primary", "same failure"), ("collateral", "collateral"), ("error", "error line")]
     lx = plot_left
     for kind, label in legend:
-        out.append(f'<circle class="key {kind}" cx="{lx + 6}" cy="16" r="{7 if kind == "first" else 5}"/>')
+        if kind == "collateral":
+            out.append(f'<rect class="key {kind}" x="{lx + 1.5}" y="11.5" width="9" height="9" transform="rotate(45 {lx + 6} 16)"/>')
+        else:
+            out.append(f'<circle class="key {kind}" cx="{lx + 6}" cy="16" r="{7 if kind == "first" else 5}"/>')
         out.append(f'<text class="legend" x="{lx + 18}" y="20">{label}</text>')
         lx += 30 + 8 * len(label)
     # rows and grid
     for key, index in row_index.items():
         y = TOP + ROW_HEIGHT * index + ROW_HEIGHT / 2
-        out.append(f'<line class="row-line{" alt" if index % 2 else ""}" x1="{plot_left}" x2="{plot_right}" y1="{y}" y2="{y}"/>')
-        out.append(f'<text class="row-label" x="{plot_left - 10}" y="{y + 4}">{escape(_row_label(key)[:24])}</text>')
+        out.append(f'<line class="row-line{" alt" if index % 2 else ""}" x1="{axis_left}" x2="{axis_right}" y1="{y}" y2="{y}"/>')
+        out.append(f'<text class="row-label" x="{axis_left - 10}" y="{y + 4}">{escape(_row_label(key)[:24])}</text>')
     if quiet:
         y = TOP + ROW_HEIGHT * len(rows) + ROW_HEIGHT / 2
-        out.append(f'<text class="row-label quiet" x="{plot_left - 10}" y="{y + 4}">+{len(quiet)} ranks</text>')
+        out.append(f'<text class="row-label quiet" x="{axis_left - 10}" y="{y + 4}">+{len(quiet)} ranks</text>')
         out.append(f'<text class="axis" x="{plot_left}" y="{y + 4}">printed no error lines</text>')
     axis_y = TOP + ROW_HEIGHT * (len(rows) + extra_rows) + 4
-    out.append(f'<line class="axis-line" x1="{plot_left}" x2="{plot_right}" y1="{axis_y}" y2="{axis_y}"/>')
+    out.append(f'<line class="axis-line" x1="{axis_left}" x2="{axis_right}" y1="{axis_y}" y2="{axis_y}"/>')
     if by_time:
         step = _nice_step(span)
         tick = 0.0
@@ -116,7 +121,7 @@ def render_timeline(document: dict) -> Markup:
         caption = f"time since {points[0]['time'] or ''}"
     else:
         caption = "order in the logs (the lines carry no comparable timestamps)"
-    out.append(f'<text class="axis caption" x="{plot_right}" y="{axis_y + 30}">{escape(caption)}</text>')
+    out.append(f'<text class="axis caption" x="{axis_right}" y="{axis_y + 30}">{escape(caption)}</text>')
     # marks: the first fault last, so it is drawn on top
     drawn = sorted(enumerate(points), key=lambda item: -KIND_ORDER.get(item[1]["kind"], 9))
     for index, point in drawn:
@@ -135,17 +140,17 @@ def render_timeline(document: dict) -> Markup:
         out.append(f'<a href="{anchor}" class="mark-link"><title>{escape(tip)}</title>')
         if kind == "first":
             out.append(f'<line class="first-rule" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP - 6}" y2="{axis_y}"/>')
-            out.append(f'<circle class="mark first-halo" cx="{x:.1f}" cy="{y:.1f}" r="12"/>')
-            out.append(f'<circle class="mark first" cx="{x:.1f}" cy="{y:.1f}" r="7"/>')
+            out.append(f'<circle class="mark first-halo" cx="{x:.1f}" cy="{y:.1f}" r="15"/>')
+            out.append(f'<circle class="mark first" cx="{x:.1f}" cy="{y:.1f}" r="8.5"/>')
             anchor_end = "end" if x > plot_left + plot_width * 0.8 else "start"
             dx = -14 if anchor_end == "end" else 14
-            out.append(f'<text class="first-label" text-anchor="{anchor_end}" x="{x + dx:.1f}" y="{y - 8:.1f}">first fault</text>')
+            out.append(f'<text class="first-label" text-anchor="{anchor_end}" x="{x + dx:.1f}" y="{y - 10:.1f}">first fault</text>')
         elif kind == "collateral":
-            s = 4.5
+            s = 5.5
             out.append(f'<rect class="mark collateral{" approx" if approx else ""}" x="{x - s:.1f}" y="{y - s:.1f}" width="{2 * s}" height="{2 * s}" '
                        f'transform="rotate(45 {x:.1f} {y:.1f})"/>')
         else:
-            out.append(f'<circle class="mark {kind}" cx="{x:.1f}" cy="{y:.1f}" r="5"/>')
+            out.append(f'<circle class="mark {kind}" cx="{x:.1f}" cy="{y:.1f}" r="6"/>')
         out.append("</a>")
     out.append("</svg>")
     return Markup("".join(out))

@@ -1,0 +1,60 @@
+"""When only timeouts are printed: name the rank that never arrived, or say why no one can be named."""
+from __future__ import annotations
+
+from firstfault.pipeline import diagnose_texts
+
+
+def _watchdog(rank: int, seq: int, enqueued: int, completed: int, op: str = "ALLREDUCE") -> str:
+    return "\n".join([
+        f"[rank{rank}]:[E301 10:12:43.400000 7{rank} ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600043 milliseconds before timing out.",
+        f"[rank{rank}]:[E301 10:12:43.401000 7{rank} ProcessGroupNCCL.cpp:1767] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Exception (either an error or timeout) "
+        f"detected by watchdog at work: {seq}, last enqueued NCCL work: {enqueued}, last completed NCCL work: {completed}.",
+    ])
+
+
+def _gloo_timeout(rank: int, frame_op: str) -> str:
+    return "\n".join([
+        f"[rank{rank}]: Traceback (most recent call last):",
+        f'[rank{rank}]:   File "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 4000, in {frame_op}',
+        f"[rank{rank}]:     work.wait()",
+        f"[rank{rank}]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 30000ms for recv operation to complete",
+    ])
+
+
+def _answer(texts):
+    diagnosis = diagnose_texts(texts)
+    return diagnosis.primary.failure_id, diagnosis.initiating.rank
+
+
+def test_silent_rank_from_nccl_sequence_numbers():
+    # rank 2 never enqueued collective 9141: its last work is 9140
+    texts = [(f"rank{r}.log", _watchdog(r, 9141, 9141, 9140)) for r in (0, 1, 3)]
+    texts.append(("rank2.log", "[rank2]:[E301 10:12:44.000000 72 ProcessGroupNCCL.cpp:1600] [PG ID 0 PG GUID 0(default_pg) Rank 2] "
+                               "Received a dump signal due to a collective timeout from rank 0 and we will try our best to dump the debug info. "
+                               "Last enqueued NCCL work: 9140, last completed NCCL work: 9140."))
+    assert _answer(texts) == ("collective-timeout-straggler", 2)
+
+
+def test_silent_rank_is_the_one_that_printed_nothing():
+    texts = [(f"rank{r}.log", _gloo_timeout(r, "all_reduce")) for r in (0, 1, 3)]
+    texts.append(("rank2.log", "2026-03-01 10:00:00,000 INFO rank 2: saving checkpoint to /ckpt/step_1000\n"))
+    assert _answer(texts) == ("collective-timeout-straggler", 2)
+
+
+def test_ranks_in_different_collectives_are_a_mismatch():
+    texts = [(f"rank{r}.log", _gloo_timeout(r, "barrier" if r in (0, 3) else "all_reduce")) for r in range(4)]
+    failure_id, _rank = _answer(texts)
+    assert failure_id == "collective-mismatch"
+
+
+def test_one_rank_alone_in_the_end_of_epoch_barrier_is_uneven_batches():
+    backward = "\n".join([
+        "[rank{r}]: Traceback (most recent call last):",
+        '[rank{r}]:   File "/opt/venv/lib/python3.11/site-packages/torch/autograd/graph.py", line 829, in _engine_run_backward',
+        "[rank{r}]:     return Variable._execution_engine.run_backward(  # Calls into the C++ engine",
+        "[rank{r}]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:4242",
+    ])
+    texts = [(f"rank{r}.log", backward.format(r=r)) for r in (0, 1, 3)]
+    texts.append(("rank2.log", _gloo_timeout(2, "barrier")))
+    assert _answer(texts) == ("uneven-batches-hang", 2)
