@@ -195,6 +195,8 @@ def check_signature(path: str, signature, index: int, container) -> list[Problem
         value = signature.get(key)
         if not isinstance(value, list) or not value or _list_of_text(value):
             problems.append(Problem(path, line, f"{label}: {key} must be a non-empty list of lines"))
+        elif any("\n" in item.rstrip("\n") for item in value):
+            problems.append(Problem(path, line, f"{label}: each of {key} must be one log line (no line breaks)"))
     return problems
 
 

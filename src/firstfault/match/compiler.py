@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
-
 from ..model import Signature
 from .literals import is_case_insensitive, required_literal, required_literals
 from .translate import BYTES, Unsupported, translate
@@ -26,13 +24,37 @@ ENGINES = ("auto", "hyperscan", "python")
 ENGINE_VARIABLE = "FIRSTFAULT_ENGINE"  # force an engine: hyperscan | python
 
 
-@dataclass(frozen=True)
 class CompiledSignature:
-    signature: Signature
-    regex: re.Pattern
-    literal: str
-    case_insensitive: bool
-    literals: tuple[str, ...] = ()
+    """A signature with its regex and required literals, each worked out on first use (a run
+    with the fast engine compiles only the regexes of signatures that have candidates)."""
+
+    __slots__ = ("signature", "_regex", "_literals", "_case_insensitive")
+
+    def __init__(self, signature: Signature) -> None:
+        self.signature = signature
+        self._regex = self._literals = self._case_insensitive = None
+
+    @property
+    def regex(self) -> re.Pattern:
+        if self._regex is None:
+            self._regex = re.compile(self.signature.pattern)
+        return self._regex
+
+    @property
+    def case_insensitive(self) -> bool:
+        if self._case_insensitive is None:
+            self._case_insensitive = is_case_insensitive(self.signature.pattern)
+        return self._case_insensitive
+
+    @property
+    def literals(self) -> tuple[str, ...]:
+        if self._literals is None:
+            self._literals = required_literals(self.signature.pattern)
+        return self._literals
+
+    @property
+    def literal(self) -> str:
+        return required_literal(self.signature.pattern)
 
 
 def hyperscan_available() -> bool:
@@ -70,16 +92,7 @@ class Matcher:
         engine = engine or os.environ.get(ENGINE_VARIABLE, "auto")
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
-        self.compiled = [
-            CompiledSignature(
-                signature=signature,
-                regex=re.compile(signature.pattern),
-                literal=required_literal(signature.pattern),
-                case_insensitive=is_case_insensitive(signature.pattern),
-                literals=required_literals(signature.pattern),
-            )
-            for signature in signatures
-        ]
+        self.compiled = [CompiledSignature(signature) for signature in signatures]
         self.fast = None
         if engine == "hyperscan" or (engine == "auto" and hyperscan_available()):
             from .hyperscan_engine import HyperscanEngine
@@ -87,24 +100,22 @@ class Matcher:
             self.fast = HyperscanEngine([item.signature.pattern for item in self.compiled])
         self.engine = "hyperscan" if self.fast is not None else "python"
         self._python_for: dict[frozenset, _PythonPrefilter] = {}
-        # legacy str prefilters (candidate_offsets / match_line)
-        self.prefilter = self._build_prefilter(case_insensitive=False)
-        self.prefilter_ci = self._build_prefilter(case_insensitive=True)
-        self._always = [item for item in self.compiled if not item.literal]
+        self._literal_owner: _PythonPrefilter | None = None
 
     # -- block interface ------------------------------------------------------------------
 
-    def candidate_lines(self, data: bytes) -> tuple[dict[int, set[int]], bool | None]:
-        """{line start offset: indices of the signatures that may match there}, and whether
-        `data` is valid UTF-8 (None: not checked by this engine)."""
+    def candidate_lines(self, data: bytes) -> tuple[dict[int, set[int]], bool | None, set | None]:
+        """{line start offset: indices of the signatures that may match there}; whether `data`
+        is valid UTF-8 (None: not checked by this engine); the local ranks L of `[L] NCCL` lines
+        present (None: not listed by this engine)."""
         if self.fast is not None:
-            lines, left_out, valid = self.fast.scan(data)
+            lines, left_out, valid, nccl_locals = self.fast.scan(data)
             if left_out:
                 self._python(left_out).add_candidates(data, lines)
-            return lines, valid
+            return lines, valid, nccl_locals
         lines: dict[int, set[int]] = {}
         self._python(frozenset(range(len(self.compiled)))).add_candidates(data, lines)
-        return lines, None
+        return lines, None, None
 
     def _python(self, indices: frozenset) -> _PythonPrefilter:
         prefilter = self._python_for.get(indices)
@@ -128,30 +139,11 @@ class Matcher:
                 hits.append((item, captures))
         return hits
 
-    # -- legacy line interface (kept for callers outside the scanner) ---------------------
-
-    def _build_prefilter(self, case_insensitive: bool) -> re.Pattern | None:
-        literals = sorted({item.literal for item in self.compiled
-                           if item.literal and item.case_insensitive == case_insensitive}, key=len, reverse=True)
-        if not literals:
-            return None
-        alternation = "|".join(re.escape(literal) for literal in literals)
-        return re.compile(alternation, re.IGNORECASE if case_insensitive else 0)
-
-    def candidate_offsets(self, text: str):
-        """Offsets in `text` where some literal occurs (unsorted, may repeat lines)."""
-        for prefilter in (self.prefilter, self.prefilter_ci):
-            if prefilter is not None:
-                for found in prefilter.finditer(text):
-                    yield found.start()
+    # -- line interface, for callers that hold one line ----------------------------------
 
     def match_line(self, line: str) -> list[tuple[CompiledSignature, dict]]:
         """Every signature that matches this line, with its captured values."""
         return self.confirm(line, line, range(len(self.compiled)))
-
-    @property
-    def needs_every_line(self) -> bool:
-        return bool(self._always)
 
 
 LITERAL_CHECK = -1  # candidate marker: check the literal signatures on this line

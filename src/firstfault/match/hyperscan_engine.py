@@ -20,7 +20,7 @@ import hyperscan
 
 from .translate import ASCII, BYTES, Unsupported, can_match_empty, translate
 
-CACHE_VERSION = "2"
+CACHE_VERSION = "3"
 _FLAGS = hyperscan.HS_FLAG_MULTILINE
 # Any byte sequence Python's strict UTF-8 decoder rejects (found in the same pass as the
 # signatures, so checking a block costs nothing extra): bytes never valid, a lead byte without
@@ -42,17 +42,26 @@ def cache_dir() -> Path:
     return Path(base) / "firstfault"
 
 
-def _compile(expressions: list[bytes], ids: list[int], extra: bytes | None = None) -> hyperscan.Database:
+def _compile(expressions: list[bytes], ids: list[int], extra: bytes | None = None, census: bool = False) -> hyperscan.Database:
     flags = [_FLAGS] * len(ids)
+    single = _FLAGS | hyperscan.HS_FLAG_SINGLEMATCH
     if extra is not None:
         expressions, ids = expressions + [extra], ids + [INVALID_ID]
-        flags = flags + [_FLAGS | hyperscan.HS_FLAG_SINGLEMATCH]
+        flags = flags + [single]
+    if census:
+        expressions = expressions + NCCL_LOCAL_PATTERNS
+        ids = ids + [NCCL_LOCAL_BASE + local for local in range(len(NCCL_LOCAL_PATTERNS))]
+        flags = flags + [single] * len(NCCL_LOCAL_PATTERNS)
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags)
     return database
 
 
 INVALID_ID = 1 << 30  # the id of INVALID_UTF8 in the bytes database
+# Census helpers, one report per block each: which `[L] NCCL` local ranks occur (0-9; 10 stands
+# for "some local rank of two or three digits", which the scanner then lists itself).
+NCCL_LOCAL_BASE = 1 << 29
+NCCL_LOCAL_PATTERNS = [rb":[0-9]+ \[%d\] NCCL " % local for local in range(10)] + [rb":[0-9]+ \[[0-9]{2,3}\] NCCL "]
 
 
 def _compilable(pattern: bytes) -> bool:
@@ -79,12 +88,12 @@ def _build(patterns: list[str], dialect: str) -> tuple[hyperscan.Database | None
         ids.append(index)
     extra = INVALID_UTF8.encode("latin-1") if dialect == BYTES else None
     try:
-        return _compile(expressions, ids, extra), left_out
+        return _compile(expressions, ids, extra, census=True), left_out
     except hyperscan.error:
         # find the culprits one by one (only on a cache miss), then compile the rest
         good = [(expression, index) for expression, index in zip(expressions, ids) if _compilable(expression)]
         left_out.extend(index for index in ids if index not in {i for _, i in good})
-        return _compile([e for e, _ in good], [i for _, i in good], extra), sorted(left_out)
+        return _compile([e for e, _ in good], [i for _, i in good], extra, census=True), sorted(left_out)
 
 
 def _cache_key(patterns: list[str]) -> str:
@@ -158,9 +167,9 @@ class HyperscanEngine:
         """Indices of signatures the fast engine does not cover in some blocks."""
         return self.fallback_ascii | self.fallback_bytes
 
-    def scan(self, data: bytes) -> tuple[dict[int, set[int]], frozenset, bool]:
-        """Candidate lines of `data`, the signature indices this scan did not cover, and whether
-        `data` is valid UTF-8."""
+    def scan(self, data: bytes) -> tuple[dict[int, set[int]], frozenset, bool, set | None]:
+        """Candidate lines of `data`, the signature indices this scan did not cover, whether
+        `data` is valid UTF-8, and the `[L] NCCL` local ranks present (None: list them yourself)."""
         is_ascii = data.isascii()
         database = self.ascii_db if is_ascii else self.bytes_db
         left_out = self.fallback_ascii if is_ascii else self.fallback_bytes
@@ -174,14 +183,21 @@ class HyperscanEngine:
             database.scan(data, match_event_handler=on_match)
         lines: dict[int, set[int]] = {}
         valid = True
+        nccl_locals: set | None = set()
         last_line_start, last_end = -1, -1
         for end, index in sorted(ends):
-            if index == INVALID_ID:
-                valid = False
+            if index >= NCCL_LOCAL_BASE:
+                if index == INVALID_ID:
+                    valid = False
+                elif index - NCCL_LOCAL_BASE < 10:
+                    if nccl_locals is not None:
+                        nccl_locals.add(b"%d" % (index - NCCL_LOCAL_BASE))
+                else:
+                    nccl_locals = None
                 continue
             if end != last_end:
                 # the line holding the match's last character
                 last_line_start = data.rfind(b"\n", 0, max(end - 1, 0)) + 1 if end > 0 else 0
                 last_end = end
             lines.setdefault(last_line_start, set()).add(index)
-        return lines, left_out, valid
+        return lines, left_out, valid, nccl_locals

@@ -83,13 +83,12 @@ class Scanner:
         decode = self.matcher.fast is None
         try:
             for block in read_blocks(item, scan.stats, decode=decode):
-                self._census(block.data, scan)
                 carried_time = self._scan_block(block, scan, carried_time)
         except Unreadable as exc:
             scan.error = str(exc)
         return scan
 
-    def _census(self, data: bytes, scan: FileScan) -> None:
+    def _census(self, data: bytes, scan: FileScan, nccl_locals: set | None) -> None:
         if b"]:" in data:
             for role, local, global_rank in _prefix_census(data):
                 if role == b"rank":
@@ -101,15 +100,18 @@ class Scanner:
                     scan.global_ranks.add(int(global_rank))
         if not scan.global_ranks:
             scan.global_ranks.update(int(task) for task in set(_SRUN_CENSUS.findall(data[:65536])))
-        if b" NCCL " in data:
-            _nccl_census(data, scan.nccl_hosts)
+        if nccl_locals is None and b" NCCL " in data:
+            nccl_locals = set(_NCCL_LOCAL.findall(data))
+        if nccl_locals:
+            _nccl_census(data, nccl_locals, scan.nccl_hosts)
 
     def _scan_block(self, block: Block, scan: FileScan, carried_time: float | None) -> float | None:
         data = block.data
         scan_data = data.replace(b"\r", b" ") if b"\r" in data else data
-        candidates, valid = self.matcher.candidate_lines(scan_data)
+        candidates, valid, nccl_locals = self.matcher.candidate_lines(scan_data)
         if valid is False:
             scan.stats.invalid_utf8 = True
+        self._census(data, scan, nccl_locals)
         line_number, counted_to = block.first_line, 0
         for start in sorted(candidates):
             line_number += data.count(b"\n", counted_to, start)
@@ -189,9 +191,9 @@ def _prefix_census(data: bytes) -> set:
     return found
 
 
-def _nccl_census(data: bytes, hosts: dict) -> None:
+def _nccl_census(data: bytes, nccl_locals: set, hosts: dict) -> None:
     """For each local rank in `[L] NCCL` lines not yet known, the host of its first such line."""
-    for local in sorted(set(_NCCL_LOCAL.findall(data)), key=int):
+    for local in sorted(nccl_locals, key=int):
         if int(local) in hosts:
             continue
         needle = b" [" + local + b"] NCCL "

@@ -36,7 +36,9 @@ class LiveEngine:
         self._last_input_at = 0.0
         self.lines_seen = 0
 
-    def ingest(self, chunks: list[Chunk], now: float) -> None:
+    def ingest(self, chunks: list[Chunk], now: float, *, backlog: bool = False) -> None:
+        """`backlog`: lines that were already in the files when watching began; they are matched,
+        but say nothing about progress now (an old finished run must not look hung)."""
         for chunk in chunks:
             self._last_input_at = now
             if chunk.record:
@@ -46,7 +48,8 @@ class LiveEngine:
             if scan.feed(chunk.data):
                 self._changed = True
             self.lines_seen += chunk.data.count(b"\n")
-            self.tracker.observe(chunk.data, chunk.display, scan.scan.hints, now, _local_offset(scan))
+            if not backlog:
+                self.tracker.observe(chunk.data, chunk.display, scan.scan.hints, now, _local_offset(scan))
 
     def _scan_for(self, chunk: Chunk) -> IncrementalScan:
         scan = self.scans.get(chunk.key)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 
 from ..ingest.sources import InputFile
+
+MAX_RECORD_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -68,19 +69,25 @@ def record_as_log(record: ErrorRecord) -> str:
     return "".join(f"{prefix}{stamp}{line}\n" for line in lines)
 
 
-def error_record_input(path: str | Path, relative: str | None = None) -> InputFile | None:
-    """An in-memory input that stands for a torchelastic error file, or None when `path` is not one.
+def error_record_input(item: InputFile) -> InputFile | None:
+    """The input to scan in place of `item` when it is a torchelastic error file, else None.
 
-    For `diagnose`: use it in place of the raw JSON file so the traceback is matched line by line."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
+    For `diagnose`: the traceback inside the JSON is then matched line by line, timed and attributed,
+    instead of as one long JSON line. Works for files on disk and for in-memory content alike."""
+    if item.is_stdin or not (item.relative.endswith(".json") or item.display.endswith(".json")):
         return None
-    record = parse_error_record(data)
+    data = item.content
+    if data is None and item.path is not None:
+        try:
+            if item.path.stat().st_size > MAX_RECORD_BYTES:
+                return None
+            data = item.path.read_bytes()
+        except OSError:
+            return None
+    record = parse_error_record(data) if data else None
     if record is None:
         return None
-    relative = relative or Path(path).name
-    return InputFile(display=str(path), relative=relative, content=record_as_log(record).encode("utf-8"))
+    return InputFile(display=item.display, relative=item.relative, content=record_as_log(record).encode("utf-8"))
 
 
 def _number(value) -> float | None:

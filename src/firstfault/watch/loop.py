@@ -14,14 +14,17 @@ POLL_SECONDS = 0.2
 def watch_loop(follower: Follower, engine: LiveEngine, sink: Sink, *, stop: threading.Event,
                poll_seconds: float = POLL_SECONDS, deadline: float | None = None, observer=None) -> None:
     """Run until `stop` is set (or the monotonic `deadline` passes); then read what is left once more."""
+    backlog = True  # the first read is what the files held before watching began
     while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
         started = time.monotonic()
-        step(follower, engine, sink, started, observer)
+        step(follower, engine, sink, started, observer, backlog=backlog)
+        backlog = False
         stop.wait(max(0.0, poll_seconds - (time.monotonic() - started)))
 
 
-def step(follower: Follower, engine: LiveEngine, sink: Sink, now: float, observer=None, *, settled: bool = False) -> None:
-    engine.ingest(follower.poll(), now)
+def step(follower: Follower, engine: LiveEngine, sink: Sink, now: float, observer=None, *, settled: bool = False,
+         backlog: bool = False) -> None:
+    engine.ingest(follower.poll(), now, backlog=backlog)
     if observer is not None:
         for event in follower.events:
             observer(event)

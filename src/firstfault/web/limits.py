@@ -21,6 +21,7 @@ class Limits:
     # expanded/compressed size of one member (over 16 MiB) that counts as a bomb; DEFLATE tops out near
     # 1032:1, which only constant filler reaches (repetitive logs compress 10-100:1)
     max_compression_ratio: int = 1000
+    max_concurrent: int = 2  # diagnoses running at once; more requests wait their turn (memory, 2-core hosts)
 
 
 def size(count: int) -> str:

@@ -1,6 +1,8 @@
 """Run the pipeline for a submission and keep the result (masked) in the history."""
 from __future__ import annotations
 
+import asyncio
+
 from starlette.concurrency import run_in_threadpool
 
 from .. import pipeline
@@ -19,10 +21,14 @@ async def diagnose(app, submission: Submission) -> tuple[Diagnosis, dict]:
         if sample is None:
             raise InputRejected(404, "not_found", f"no sample called {submission.sample[:60]!r}")
         files = sample.read()
+    slots = getattr(app.state, "diagnose_slots", None)
+    if slots is None:
+        slots = app.state.diagnose_slots = asyncio.Semaphore(app.state.limits.max_concurrent)
     try:
-        diagnosis = await run_in_threadpool(
-            pipeline.diagnose_texts, files, mask_hosts=submission.mask_hosts, kb=app.state.kb
-        )
+        async with slots:
+            diagnosis = await run_in_threadpool(
+                pipeline.diagnose_texts, files, mask_hosts=submission.mask_hosts, kb=app.state.kb
+            )
     except NotImplementedError:
         raise InputRejected(503, "engine_unavailable", "the diagnosis engine is not available in this build",
                             "install a released firstfault") from None

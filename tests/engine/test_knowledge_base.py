@@ -1,0 +1,64 @@
+"""The shipped knowledge base is valid, and every signature example behaves through the engine."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from firstfault.kb import load_knowledge_base
+from firstfault.ingest.sources import in_memory_inputs
+from firstfault.match.scanner import Scanner
+
+from .conftest import REPO, run_cli
+
+KB = load_knowledge_base()
+SIGNATURES = KB.signatures
+CORE_IDS = [line.split(":")[0].strip() for line in (REPO.parent / "shared" / "failure-classes.yaml").read_text().splitlines()
+            if line.startswith("  ") and ":" in line] if (REPO.parent / "shared" / "failure-classes.yaml").exists() else []
+
+
+def test_kb_check_passes():
+    result = run_cli("kb", "check")
+    assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
+    assert result.stdout.decode().startswith("ok:")
+
+
+def test_every_core_class_has_an_entry_and_there_are_80():
+    assert len(KB) >= 80
+    missing = [core for core in CORE_IDS if core not in KB]
+    assert not missing
+
+
+@pytest.mark.parametrize("signature", SIGNATURES, ids=lambda s: s.key)
+def test_examples_match_and_near_misses_do_not_through_the_scanner(signature):
+    """Through the whole scan path (prefilter included), each example line is found where it is."""
+    lines = ["2026-03-01 10:00:00,000 INFO step 1", *signature.examples, *signature.near_misses]
+    scan = Scanner([signature]).scan(in_memory_inputs([("case.log", "\n".join(lines) + "\n")])[0])
+    hit_lines = {hit.line for hit in scan.hits}
+    example_lines = set(range(2, 2 + len(signature.examples)))
+    assert hit_lines == example_lines, (sorted(hit_lines), signature.examples, signature.near_misses)
+
+
+DEV_CORPUS = REPO.parent / "shared" / "corpus" / "dev"
+
+
+@pytest.mark.skipif(not DEV_CORPUS.is_dir(), reason="the shared dev corpus is not beside this checkout")
+def test_dev_corpus_accuracy_targets():
+    from firstfault.evaluation import evaluate
+
+    score = evaluate([str(DEV_CORPUS)])
+    assert score.healthy_false_alarms == 0
+    assert score.class_accuracy >= 0.85, [m.case_id for m in score.misses]
+    assert score.rank_accuracy >= 0.85, [m.case_id for m in score.misses]
+
+
+def test_eval_reports_misses_and_exit_code(tmp_path: Path):
+    case = tmp_path / "wrong-label"
+    (case / "logs").mkdir(parents=True)
+    (case / "logs" / "rank1.log").write_text("RuntimeError: CUDA error: device-side assert triggered\n")
+    (case / "case.yaml").write_text("id: wrong-label\nexpect:\n  class: cuda-oom\n  initiating_rank: 1\n")
+    result = run_cli("eval", str(tmp_path))
+    assert result.returncode == 1
+    output = result.stdout.decode()
+    assert "MISS wrong-label: expected cuda-oom rank 1, got cuda-device-side-assert rank 1" in output
+    assert "class accuracy: 0.0%" in output

@@ -1,0 +1,102 @@
+"""`firstfault watch` and `firstfault run` end to end, without torch: a test writes the logs."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+import urllib.request
+
+from .procs import FIRSTFAULT
+from .sample_logs import RANK0, RANK1
+from .test_sinks import Receiver
+
+
+def _append(path, text: str) -> float:
+    with open(path, "a") as handle:
+        handle.write(text)
+        handle.flush()
+        return time.time()
+
+
+def test_watch_folder_new_rank_file_alert_webhook_and_metrics(spawn, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    receiver = Receiver()
+    try:
+        watcher = spawn(FIRSTFAULT + ["watch", logs, "--format", "jsonl", "--poll", "0.1", "--webhook", receiver.url,
+                                      "--metrics-port", "0", "--hang-after", "30"])
+        watcher.wait_stderr("firstfault: watching", timeout=60)
+        port = int(next(line for _, line in watcher.stderr_lines if "metrics on" in line).rsplit(":", 1)[1].split("/")[0])
+        head0, tail0 = RANK0.split("[rank0]: Traceback", 1)
+        _append(logs / "rank0.log", head0)
+        lines1 = RANK1.splitlines(keepends=True)
+        _append(logs / "rank1.log", "".join(lines1[:-1]))  # a rank file that appears after the watch began
+        time.sleep(0.5)
+        written = _append(logs / "rank1.log", lines1[-1])  # the fault line
+        arrived, alert = watcher.next_json(lambda value: value.get("kind") == "failure", timeout=10)
+        assert alert["failure_id"] == "user-code-exception" and alert["rank"] == 1
+        assert arrived - written < 1.0
+        _append(logs / "rank0.log", "[rank0]: Traceback" + tail0)  # collateral arrives later
+        _, update = watcher.next_json(lambda value: value.get("kind") == "update", timeout=10)
+        assert update["collateral"][0]["failure_id"] == "collective-timeout-peer-crash"
+        assert update["collateral"][0]["ranks"] == [0]
+        receiver.wait_for(2, timeout=10)
+        assert [body["alert"]["kind"] for body in receiver.bodies] == ["failure", "update"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            page = response.read().decode()
+        assert 'firstfault_failure{failure_id="user-code-exception",rank="1",role="primary"} 1' in page
+        assert 'firstfault_seconds_since_progress{rank="1"}' in page
+    finally:
+        receiver.close()
+
+
+def test_watch_hang_alert_from_files(spawn, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    watcher = spawn(FIRSTFAULT + ["watch", logs, "--format", "jsonl", "--poll", "0.1", "--hang-after", "1.5"])
+    watcher.wait_stderr("firstfault: watching", timeout=60)
+    for step in range(4):
+        for rank in range(3):
+            if rank == 2 and step == 3:
+                continue  # rank 2 stops before step 3; ranks 0 and 1 reach it and wait
+            _append(logs / f"rank{rank}.log", f"2026-12-02 17:00:0{step},000 INFO step {step} loss 1.0\n")
+        time.sleep(0.2)
+    _, alert = watcher.next_json(lambda value: value.get("kind") == "hang", timeout=10)
+    assert alert["ranks"] == [2]
+    _append(logs / "rank2.log", "2026-12-02 17:00:09,000 INFO step 3 loss 1.0\n")
+    for rank in range(3):
+        _append(logs / f"rank{rank}.log", "2026-12-02 17:00:09,000 INFO step 4 loss 1.0\n")
+    _, resolved = watcher.next_json(lambda value: value.get("kind") == "resolved", timeout=10)
+    assert resolved["failure_id"] == "hang"
+
+
+def test_run_passes_output_through_and_exits_with_the_commands_status(spawn, tmp_path):
+    script = "import sys; print('step 1 loss 2.0', flush=True); sys.stderr.write(%r); sys.exit(3)" % RANK1
+    proc = spawn(FIRSTFAULT + ["run", "--log-dir", tmp_path / "logs", "--format", "jsonl", "--", sys.executable, "-c", script])
+    assert proc.wait(timeout=60) == 3
+    kinds = [json.loads(line).get("kind") or json.loads(line).get("schema") for _, line in proc.stdout_lines]
+    assert kinds == ["failure", "firstfault.diagnosis/1"]
+    assert "step 1 loss 2.0" in proc.stderr_text()  # with --format jsonl the job's stdout goes to stderr
+    assert "IndexError" in (tmp_path / "logs" / "console.log").read_text()
+
+
+def test_run_terminal_format_and_healthy_command(spawn, tmp_path):
+    proc = spawn(FIRSTFAULT + ["run", "--log-dir", tmp_path / "logs", "--", sys.executable, "-c", "print('hello')"])
+    assert proc.wait(timeout=60) == 0
+    assert "hello" in proc.stdout_text()
+
+
+def test_bad_webhook_url_is_a_tool_error(spawn, tmp_path):
+    proc = spawn(FIRSTFAULT + ["watch", tmp_path, "--webhook", "ftp://x"])
+    assert proc.wait(timeout=60) == 2
+    assert "hint:" in proc.stderr_text() and "Traceback" not in proc.stderr_text()
+
+
+def test_watch_on_an_old_finished_run_raises_no_hang(spawn, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for rank in range(2):
+        _append(logs / f"rank{rank}.log", "".join(f"step {step} loss 1.0\n" for step in range(10)))
+    proc = spawn(FIRSTFAULT + ["watch", logs, "--format", "jsonl", "--hang-after", "0.5", "--duration", "2"])
+    assert proc.wait(timeout=60) == 0
+    assert proc.stdout_text() == ""

@@ -1,0 +1,158 @@
+"""The webhook against a real local HTTP receiver; the metrics endpoint by a real scrape."""
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from firstfault.kb import load_knowledge_base
+from firstfault.watch.alerts import Alert
+from firstfault.watch.engine import LiveEngine
+from firstfault.watch.follower import Chunk
+from firstfault.watch.metrics import MetricsSink
+from firstfault.watch.sinks import JsonLinesSink, TerminalSink
+from firstfault.watch.webhook import WebhookSink
+
+from .sample_logs import LOGS
+
+
+class Receiver:
+    """A real HTTP server on 127.0.0.1 that records POST bodies; the first `fail_first` get a 500."""
+
+    def __init__(self, fail_first: int = 0) -> None:
+        self.bodies: list[dict] = []
+        self.attempts = 0
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                receiver.attempts += 1
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if receiver.attempts <= fail_first:
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                receiver.bodies.append(json.loads(body))
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def wait_for(self, count: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.bodies) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    made = []
+
+    def make(**options):
+        made.append(Receiver(**options))
+        return made[-1]
+
+    yield make
+    for item in made:
+        item.close()
+
+
+ALERT = Alert(kind="failure", failure_id="user-code-exception", summary="rank 1 raised IndexError", rank=1,
+              source="rank1.log", line=7, text="[rank1]: IndexError: list index out of range", sequence=1)
+
+
+def test_webhook_posts_slack_compatible_json(receiver):
+    server = receiver()
+    sink = WebhookSink(server.url)
+    sink.emit(ALERT)
+    server.wait_for(1, timeout=10)
+    sink.close()
+    body = server.bodies[0]
+    assert "user-code-exception" in body["text"] and "rank 1" in body["text"]
+    assert body["alert"]["schema"] == "firstfault.alert/1" and body["alert"]["rank"] == 1
+
+
+def test_webhook_retries_a_failing_receiver(receiver):
+    server = receiver(fail_first=2)
+    sink = WebhookSink(server.url, backoff=(0.05,))
+    sink.emit(ALERT)
+    server.wait_for(1, timeout=10)
+    sink.close()
+    assert server.attempts == 3 and len(server.bodies) == 1 and sink.delivered == 1
+
+
+def test_webhook_never_blocks_the_watcher():
+    errors = io.StringIO()
+    # a port nobody listens on, and a timeout far longer than emit may take
+    sink = WebhookSink("http://127.0.0.1:9/hook", errors=errors, backoff=(0.05,))
+    started = time.monotonic()
+    for _ in range(500):  # more than the queue holds: the oldest are dropped, emit stays instant
+        sink.emit(ALERT)
+    assert time.monotonic() - started < 0.5
+    sink.close(wait_seconds=0.5)
+    assert sink.dropped > 0
+
+
+def _engine_with_failure():
+    engine = LiveEngine(load_knowledge_base(), hang_after=1)
+    chunks = [Chunk((name, 0), name, name, text.encode()) for name, text in LOGS.items()]
+    engine.ingest(chunks, now=0.0)
+    return engine
+
+
+def test_metrics_scrape(tmp_path):
+    engine = _engine_with_failure()
+    metrics = MetricsSink(0, "127.0.0.1")
+    try:
+        for alert in engine.evaluate(now=0.5):
+            metrics.emit(alert)
+        metrics.observe(engine, now=1.5)
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics.port}/metrics", timeout=5) as response:
+            content_type = response.headers["Content-Type"]
+            page = response.read().decode()
+    finally:
+        metrics.close()
+    assert content_type.startswith("text/plain; version=0.0.4")
+    assert 'firstfault_alerts_total{kind="failure",failure_id="user-code-exception"} 1' in page
+    assert 'firstfault_failure{failure_id="user-code-exception",rank="1",role="primary"} 1' in page
+    assert 'firstfault_failure{failure_id="collective-timeout-peer-crash",rank="0",role="collateral"} 1' in page
+    assert 'firstfault_initiating_rank{failure_id="user-code-exception"} 1' in page
+    assert 'firstfault_seconds_since_progress{rank="0"} 1.500' in page
+    for line in page.splitlines():  # every sample line is `name{labels} value`
+        if line and not line.startswith("#"):
+            float(line.rsplit(" ", 1)[1])
+
+
+def test_engine_alerts_once_then_updates_only_on_change():
+    engine = _engine_with_failure()
+    first = engine.evaluate(now=0.5)
+    assert [alert.kind for alert in first] == ["failure"]
+    assert first[0].rank == 1 and first[0].collateral[0]["failure_id"] == "collective-timeout-peer-crash"
+    assert engine.evaluate(now=0.7) == []
+    assert engine.evaluate(now=60) == []  # silence after a failure is not a hang
+
+
+def test_terminal_and_jsonl_renderings():
+    terminal, jsonl = io.StringIO(), io.StringIO()
+    TerminalSink(terminal).emit(ALERT)
+    JsonLinesSink(jsonl).emit(ALERT)
+    assert "FIRST FAULT: user-code-exception on rank 1" in terminal.getvalue()
+    assert "rank1.log:7" in terminal.getvalue()
+    assert json.loads(jsonl.getvalue())["failure_id"] == "user-code-exception"
