@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from .correlate import correlate
 from .correlate.dumps_join import join_dump_report
-from .correlate.ranks import hosts_seen, ranks_seen, resolve
+from .correlate.ranks import hosts_seen, pid_ranks, ranks_seen, resolve
 from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
 from .kb import load_knowledge_base
@@ -114,7 +114,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     )
     single_process = set(summary.ranks) <= {0} and len(summary.hosts) <= 1
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
-    diagnosis = correlate(matches, summary, single_process, source_lines)
+    diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches))
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
 
 

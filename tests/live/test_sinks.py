@@ -156,3 +156,13 @@ def test_terminal_and_jsonl_renderings():
     assert "FIRST FAULT: user-code-exception on rank 1" in terminal.getvalue()
     assert "rank1.log:7" in terminal.getvalue()
     assert json.loads(jsonl.getvalue())["failure_id"] == "user-code-exception"
+
+
+def test_unexplained_failure_is_alerted_once_settled():
+    engine = LiveEngine(load_knowledge_base())
+    text = b"2026-12-02 17:00:00,000 step 1\nSegmentation fault (core dumped)\n"
+    engine.ingest([Chunk(("rank0.log", 0), "rank0.log", "rank0.log", text)], now=0.0)
+    assert engine.evaluate(now=0.5) == []
+    alerts = engine.evaluate(now=2.5)
+    assert [(alert.kind, alert.failure_id, alert.line) for alert in alerts] == [("failure", "unknown", 2)]
+    assert engine.evaluate(now=5) == []

@@ -1,8 +1,13 @@
 """Shared fixtures of the web tests: a canned diagnosis, an app on a temporary database."""
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
+
 import pytest
 
+# starlette's TestClient nags about httpx (it wants `httpx2`); the tests use what the test extra installs
+warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient` is deprecated")
 pytest.importorskip("fastapi")
 pytest.importorskip("jinja2")
 
@@ -48,6 +53,10 @@ def canned_diagnosis() -> Diagnosis:
     )
 
 
+def pytest_configure(config):
+    config.addinivalue_line("filterwarnings", "ignore:Using `httpx` with `starlette.testclient` is deprecated")
+
+
 @pytest.fixture
 def fake_pipeline(monkeypatch):
     """Replace the engine by the canned diagnosis (for tests of the pages, not of the engine)."""
@@ -79,3 +88,44 @@ def client(app):
 
     with TestClient(app) as test_client:
         yield test_client
+
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def small_kb():
+    """One hand-written entry, so page snapshots do not change when the real knowledge base grows."""
+    from firstfault.kb.loader import KnowledgeBase
+    from firstfault.model import Entry
+
+    data = {
+        "id": "cuda-oom", "title": "CUDA out of memory", "category": "memory", "severity": "critical", "status": "stable",
+        "systems": ["pytorch"], "tags": ["oom"], "related": [],
+        "summary": "A rank asked for more GPU memory than was left; `torch.OutOfMemoryError` names it.",
+        "mechanism": "The caching allocator could not find or reserve a block.",
+        "observe": ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."],
+        "symptoms": [{"text": "`Tried to allocate X`", "meaning": "the rank that failed"}],
+        "confirm": [{"check": "Find the first OOM by time.", "command": "grep -n 'out of memory' logs/*"}],
+        "fix": [{"title": "Lower the micro-batch on rank {rank}", "stack": "general", "why": "Activations shrink.",
+                 "steps": ["Halve the batch."], "env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}}],
+        "verify": [{"check": "Rerun; the peak stays below capacity.", "command": "python -c 'print(1)'"}],
+        "prevention": ["Alert at 90% memory."],
+        "references": [{"title": "CUDA semantics", "url": "https://pytorch.org/docs/stable/notes/cuda.html"}],
+    }
+    return KnowledgeBase([Entry("cuda-oom", data["title"], "memory", "critical", "stable", (), data)])
+
+
+@pytest.fixture
+def snapshot():
+    """snapshot(name, text): the text must equal snapshots/<name>; FIRSTFAULT_UPDATE_SNAPSHOTS=1 rewrites it."""
+    import os
+
+    def check(name: str, text: str) -> None:
+        path = SNAPSHOTS / name
+        if os.environ.get("FIRSTFAULT_UPDATE_SNAPSHOTS") == "1":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        assert path.exists(), f"no snapshot {path}; run with FIRSTFAULT_UPDATE_SNAPSHOTS=1 to create it"
+        assert text == path.read_text(encoding="utf-8"), f"{name} differs from its snapshot (FIRSTFAULT_UPDATE_SNAPSHOTS=1, then read the diff)"
+
+    return check

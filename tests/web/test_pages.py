@@ -175,3 +175,15 @@ def test_pages_load_nothing_from_outside(client, path):
     page = client.get(path, headers=HTML)
     assert_self_contained(page.text)
     assert "default-src 'none'" in page.headers["content-security-policy"]
+
+
+def test_snapshots_of_the_result_page_and_timeline(fake_pipeline, snapshot):
+    from .conftest import small_kb
+
+    snapshot("timeline-canned.svg", str(render_timeline(build_document(canned_diagnosis()))) + "\n")
+    with TestClient(create_app(history=False, kb=small_kb())) as client:
+        page = client.post("/diagnose", data={"text": "x"}, headers=HTML).text
+    from firstfault import __version__
+
+    snapshot("result-canned.html", page.replace(f"firstfault {__version__}", "firstfault VERSION"))
+    assert "Lower the micro-batch on rank 1" in page  # placeholders filled from the diagnosis

@@ -165,7 +165,7 @@ def run_command(args) -> int:
     previous = _stop_on_signals(stop, also=launched.forward)
     previous_int = signal.signal(signal.SIGINT, lambda signum, frame: None)  # Ctrl-C reaches the job itself
     try:
-        while not launched.finished():
+        while launched.process.poll() is None:
             started = time.monotonic()
             step(follower, engine, sink, started, _file_events)
             time.sleep(max(0.0, args.poll - (time.monotonic() - started)))

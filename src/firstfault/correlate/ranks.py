@@ -101,3 +101,16 @@ def hosts_seen(scans: list[FileScan], matches: list[Match]) -> list[str]:
         if scan.hints.host:
             hosts.add(scan.hints.host)
     return sorted(hosts)
+
+
+def pid_ranks(scans: list[FileScan], matches: list[Match]) -> dict[int, int]:
+    """pid -> global rank: from Ray worker file names (a file whose lines name one rank) and
+    from launcher reports (`local_rank: 2 (pid: 71212)`)."""
+    mapping: dict[int, int] = {}
+    for scan in scans:
+        if scan.hints.pid is not None and len(scan.global_ranks) == 1:
+            mapping[scan.hints.pid] = next(iter(scan.global_ranks))
+    for match in matches:
+        if match.signature.name in LAUNCHER_FAILED and match.captures.get("pid") and match.line.origin.rank is not None:
+            mapping.setdefault(int(match.captures["pid"]), match.line.origin.rank)
+    return mapping

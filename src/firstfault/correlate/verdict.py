@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import re
 from dataclasses import replace
 
 from ..match.context import FAILURE_SIGNATURES, FRAME_SIGNATURES, LAUNCHER_FAILED
 from ..model import Diagnosis, Evidence, Finding, InputSummary, Match
+from .devices import bus_of, rank_for_bus
 from .events import Incident, incidents, line_winners, time_key
 from .hangs import analyse
 
@@ -29,7 +31,7 @@ SURVIVED_AFTER_LINES = 20
 
 
 def correlate(matches: list[Match], inputs: InputSummary, single_process: bool,
-              source_lines: dict | None = None) -> Diagnosis:
+              source_lines: dict | None = None, pid_ranks: dict | None = None) -> Diagnosis:
     winners = line_winners(matches)
     roots = incidents(winners, ("root",))
     if roots and _all_survived(roots, winners, matches, source_lines or {}):
@@ -43,10 +45,10 @@ def correlate(matches: list[Match], inputs: InputSummary, single_process: bool,
         return _no_primary(winners, matches, inputs, notes)
     initiating = evidence_of(initiating_match)
     if initiating.rank is None:
-        rank = 0 if single_process else _launcher_failed_rank(matches, initiating_match)
+        rank, how = _rank_from_elsewhere(matches, initiating_match, single_process, pid_ranks or {})
         if rank is not None:
             initiating = replace(initiating, rank=rank)
-            notes.append(f"the failing line carries no rank; rank {rank} is the one the launcher reported failing first")
+            notes.append(f"the failing line carries no rank; rank {rank} {how}")
     if not inputs.timed and len(inputs.files) > 1 and len({m.line.origin.source for m in winners}) > 1:
         notes.append("some files carry no timestamps: the order across files is uncertain, so the first fault is judged by file order there")
     primary_finding = _finding(primary, [m for m in winners if m.entry_id == primary], initiating_match)
@@ -71,6 +73,41 @@ def _all_survived(roots: list[Incident], winners: list[Match], matches: list[Mat
         if source_lines.get(last.source, 0) - last.line < SURVIVED_AFTER_LINES:
             return False
     return True
+
+
+_PID_IN_TEXT = re.compile(r"\bpid[=: ]+(\d+)|Killed process (\d+)")
+
+
+def _same_event(matches: list[Match], initiating: Match, window: int = 20) -> list[Match]:
+    """The initiating line, then the lines of the same failure just after it in the same file."""
+    origin = initiating.line.origin
+    following = [m for m in matches if m.entry_id == initiating.entry_id and m.line.origin.source == origin.source
+                 and 0 < m.line.origin.line - origin.line <= window]
+    return [initiating, *sorted(following, key=lambda m: m.line.origin.line)]
+
+
+def _pid_named(match: Match) -> int | None:
+    captured = str(match.captures.get("pid", ""))
+    if captured.isdigit():
+        return int(captured)
+    found = _PID_IN_TEXT.search(match.line.text)
+    return int(found.group(1) or found.group(2)) if found else None
+
+
+def _rank_from_elsewhere(matches: list[Match], initiating: Match, single_process: bool,
+                         pid_ranks: dict) -> tuple[int | None, str]:
+    for match in _same_event(matches, initiating):
+        pid = _pid_named(match)
+        if pid is not None and pid in pid_ranks:
+            return pid_ranks[pid], f"is the process (pid {pid}) the log names at {match.line.origin.source}:{match.line.origin.line}"
+    bus = bus_of(initiating)
+    if bus is not None:
+        rank = rank_for_bus(bus, initiating.line.origin.host, matches)
+        if rank is not None:
+            return rank, f"drives the GPU on PCI bus {bus} that the line names"
+    if single_process:
+        return 0, "is the only process"
+    return _launcher_failed_rank(matches, initiating), "is the one the launcher reported failing first"
 
 
 def _launcher_failed_rank(matches: list[Match], initiating: Match) -> int | None:

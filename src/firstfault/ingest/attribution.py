@@ -34,6 +34,7 @@ _FILE_RANK = (
     re.compile(r"(?i)(?:^|[_.-])rank[_-]?0*(\d{1,6})(?:[_.-]|$)"),
     re.compile(r"(?i)^(?:worker|proc|process|task|gpu)[_-]?0*(\d{1,6})(?:[_.-]|$)"),
 )
+_RAY_WORKER_FILE = re.compile(r"(?:python-core-)?worker-[0-9a-f]+-[0-9a-f]+-(\d+)\.(?:err|out|log)$")
 _FILE_NODE = re.compile(r"(?i)^node[_-]?0*(\d{1,5})(?:[_.-]|$)")
 _HOST_COMPONENT = re.compile(r"(?i)(?:^|[_-])((?:[a-z][a-z0-9]*-)+[a-z0-9]*\d[a-z0-9]*|\d{1,3}(?:\.\d{1,3}){3})$")
 _HOSTLESS_WORDS = re.compile(r"(?i)^(?:logs?|outputs?|attempt_\d+|rank.*|node.*|worker.*|torchelastic|default|none_.*|run.*|job.*|slurm.*|train.*|stdout|stderr|console)$")
@@ -110,6 +111,7 @@ class PathHints:
     node_rank: int | None = None
     host: str | None = None
     launcher_attempt: int | None = None
+    pid: int | None = None  # Ray worker files carry the worker's pid in their name
 
 
 def hints_from_path(relative: str) -> PathHints:
@@ -122,9 +124,11 @@ def hints_from_path(relative: str) -> PathHints:
         attempt = int(parts[-3].split("_")[1])
         local_rank = int(parts[-2])  # torchrun --log-dir: attempt_N/<local_rank>/stderr.log
     node = _FILE_NODE.match(stem)
+    ray_worker = _RAY_WORKER_FILE.match(PurePath(relative).name)
     return PathHints(
         rank=rank, local_rank=local_rank, node_rank=int(node.group(1)) if node else None,
         host=_host_from_parts(parts), launcher_attempt=attempt,
+        pid=int(ray_worker.group(1)) if ray_worker else None,
     )
 
 
@@ -142,6 +146,7 @@ _KIND_PREFIX = re.compile(r"(?i)^(?:dmesg|syslog|kern|kernel|messages|journal(?:
 
 def _host_from_parts(parts: tuple[str, ...]) -> str | None:
     for part in reversed(parts):
+        part = re.sub(r"(?i)^ray-session-", "", part)
         stem = _KIND_PREFIX.sub("", part.split(".txt")[0].split(".log")[0])
         if _HOSTLESS_WORDS.match(stem):
             continue

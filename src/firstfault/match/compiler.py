@@ -128,7 +128,7 @@ class Matcher:
         """The candidates that match both the line as read and as masked; captures from the masked."""
         hits = []
         if LITERAL_CHECK in indices:
-            indices = (set(indices) - {LITERAL_CHECK}) | set(self._literal_owner.literal_candidates(raw_line))
+            indices = (set(indices) - {LITERAL_CHECK}) | self._literal_owner.literal_candidates(raw_line)
         for index in sorted(indices):
             item = self.compiled[index]
             if raw_line is not masked_line and not item.regex.search(raw_line):
@@ -170,11 +170,10 @@ class _PythonPrefilter:
             except (Unsupported, re.error):
                 regex = None  # every line is a candidate
             self.scanned.append((index, regex))
-        # Python's own case-insensitive matching decides, as in the signature's regex
-        self.literal_items_ci = [
-            (index, item, re.compile("|".join(map(re.escape, item.literals)), re.IGNORECASE) if item.case_insensitive else None)
-            for index, item in self.literal_items
-        ]
+        self.exact_literals = [(literal, index) for index, item in self.literal_items if not item.case_insensitive
+                               for literal in item.literals]
+        self.folded_literals = [(literal.lower().translate(_fold_table()), index) for index, item in self.literal_items
+                                if item.case_insensitive for literal in item.literals]
         ordered = sorted(pieces, key=len, reverse=True)
         self.prefilter = re.compile(b"|".join(ordered)) if ordered else None
 
@@ -205,16 +204,27 @@ class _PythonPrefilter:
                         break
                     start = newline + 1
 
-    def literal_candidates(self, line: str) -> list[int]:
-        """The literal signatures whose literals this line holds (case-insensitive ones folded)."""
-        found = []
-        for index, item, caseless in self.literal_items_ci:
-            if caseless is not None:
-                if caseless.search(line):
-                    found.append(index)
-            elif any(literal in line for literal in item.literals):
-                found.append(index)
+    def literal_candidates(self, line: str) -> set[int]:
+        """The literal signatures whose literals this line holds. Case-insensitive literals are
+        looked for in the line lower-cased with the Unicode case partners of ASCII letters
+        mapped to them: a superset of what Python's case-insensitive matching accepts."""
+        found = {index for literal, index in self.exact_literals if literal in line}
+        if self.folded_literals:
+            folded = line.lower().translate(_fold_table())
+            found.update(index for literal, index in self.folded_literals if literal in folded)
         return found
+
+
+_FOLD_TABLE: dict | None = None
+
+
+def _fold_table() -> dict:
+    global _FOLD_TABLE
+    if _FOLD_TABLE is None:
+        from .translate import _partners
+
+        _FOLD_TABLE = {ord(partner): letter for letter, partners in _partners().items() for partner in partners}
+    return _FOLD_TABLE
 
 
 def _newlines(data: bytes):

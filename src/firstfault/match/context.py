@@ -23,6 +23,10 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     # DeepSpeed's launcher: which local rank died, and each node's rank and process count
     _context("launcher-failed-deepspeed", r"sigkill_handler\] \[.*'--local_rank=(?P<local>\d+)'.*\] exits with return code = (?P<code>-?\d+)"),
     _context("launcher-node", r"nnodes=(?P<nnodes>\d+), num_local_procs=(?P<local_procs>\d+), node_rank=(?P<node_rank>\d+)"),
+    # Which GPU (PCI bus) each rank drives, so host-level events (Xid, ECC) can name a rank:
+    # NCCL init lines carry rank + busId, nvidia-smi lines carry the GPU index + bus id.
+    _context("device-nccl-bus", r"\brank (?P<rank>\d+) nranks \d+ cudaDev (?P<device>\d+)(?: nvmlDev \d+)? busId (?P<bus>[0-9a-fA-F]+)"),
+    _context("device-smi-bus", r"\bGPU ?(?P<device>\d{1,2})[: ][^\n]{0,40}?(?:[0-9A-Fa-f]{4,8}:)(?P<bus>[0-9A-Fa-f]{2}):[0-9A-Fa-f]{2}\.\d"),
     _context("failed-traceback", r"Traceback \(most recent call last\)"),
     _context("failed-exit", r"(?i)(?:exit ?code|exit status|exited with (?:code|status))\s*[:=]?\s*(?P<code>-?[1-9]\d*)"),
     _context("failed-signal", r"(?i)(?:Segmentation fault|core dumped|Aborted \(core|fatal error|Fatal Python error|\bKilled\b)"),
@@ -32,4 +36,5 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
 FRAME_SIGNATURES = ("frame", "frame-backward")
 LAUNCHER_FAILED = ("launcher-failed", "launcher-failed-deepspeed")
 LAUNCHER_NODE = "launcher-node"
+DEVICE_BUS = ("device-nccl-bus", "device-smi-bus")
 FAILURE_SIGNATURES = ("launcher-failed", "launcher-failed-deepspeed", "failed-traceback", "failed-exit", "failed-signal", "failed-word")

@@ -74,6 +74,8 @@ class AlertBook:
 
     def from_diagnosis(self, diagnosis: Diagnosis, now: float, settled: bool = False) -> Alert | None:
         """`settled`: no new input for a while (or the job ended): collateral-only verdicts may be said."""
+        if diagnosis.status == "unknown":
+            return self._unknown(diagnosis, settled)
         if diagnosis.status != "failure" or diagnosis.primary is None:
             return None
         primary, initiating = diagnosis.primary, diagnosis.initiating
@@ -102,6 +104,20 @@ class AlertBook:
             source=initiating.source if initiating else None, line=initiating.line if initiating else None,
             text=initiating.text if initiating else "", fault_time=initiating.time if initiating else None,
             confidence=round(primary.confidence, 3), collateral=collateral,
+        )
+
+    def _unknown(self, diagnosis: Diagnosis, settled: bool) -> Alert | None:
+        """Something failed that no entry explains: said once the input has settled."""
+        if not settled or self.failure_alerted:
+            return None
+        first = diagnosis.error_lines[0] if diagnosis.error_lines else None
+        self.primary_key, self.failure_alerted = ("unknown",), True
+        return self._next(
+            kind="failure", failure_id="unknown",
+            summary="something failed (a traceback or a non-zero exit) that no knowledge-base entry explains",
+            rank=first.rank if first else None, host=first.host if first else None,
+            source=first.source if first else None, line=first.line if first else None,
+            text=first.text if first else "", fault_time=first.time if first else None,
         )
 
     def from_hang(self, verdict: HangVerdict | None) -> Alert | None:

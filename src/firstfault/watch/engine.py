@@ -20,6 +20,8 @@ from .follower import Chunk
 from .incremental import IncrementalScan
 from .progress import DEFAULT_PROGRESS, ProgressTracker
 
+CATCH_UP_CORRELATE_SECONDS = 2.0  # a file written faster than it is read is still correlated this often
+
 
 class LiveEngine:
     def __init__(self, kb=None, *, hang_after: float = 300.0, progress_pattern: str | None = None,
@@ -34,6 +36,7 @@ class LiveEngine:
         self.alerts: list[Alert] = []
         self._changed = False
         self._last_input_at = 0.0
+        self._correlated_at = float("-inf")
         self.lines_seen = 0
 
     def ingest(self, chunks: list[Chunk], now: float, *, backlog: bool = False) -> None:
@@ -54,12 +57,21 @@ class LiveEngine:
     def _scan_for(self, chunk: Chunk) -> IncrementalScan:
         scan = self.scans.get(chunk.key)
         if scan is None:
+            self._label_earlier_generations(chunk)
             item = InputFile(display=chunk.display, relative=chunk.relative)
             scan = self.scans[chunk.key] = IncrementalScan(self.scanner, item)
             self._changed = True  # a new file changes the inputs summary
         elif scan.scan.input.display != chunk.display:
             scan.rename(chunk.display)
         return scan
+
+    def _label_earlier_generations(self, chunk: Chunk) -> None:
+        """A file rotated away or truncated: what was read of it before keeps its own name in reports."""
+        path, generation = chunk.key
+        for earlier in range(generation):
+            scan = self.scans.get((path, earlier))
+            if scan is not None and scan.scan.input.display == chunk.display:
+                scan.rename(f"{chunk.display} (before rotation {earlier + 1})")
 
     def _ingest_record(self, chunk: Chunk) -> None:
         record = parse_error_record(chunk.data)
@@ -70,11 +82,16 @@ class LiveEngine:
         self.scans[chunk.key] = scan  # a record is rewritten whole: the latest one stands
         self._changed = True
 
-    def evaluate(self, now: float, *, settled: bool = False, quiet_seconds: float = 2.0) -> list[Alert]:
-        """Correlate again if anything new was matched; return the alerts this produced."""
+    def evaluate(self, now: float, *, settled: bool = False, quiet_seconds: float = 2.0,
+                 catching_up: bool = False) -> list[Alert]:
+        """Correlate again if anything new was matched; return the alerts this produced.
+
+        `catching_up`: the follower is still reading a backlog; correlating once it has caught up
+        keeps a large backlog from being correlated again after every read."""
         alerts: list[Alert] = []
-        if self._changed:
+        if self._changed and (not catching_up or now - self._correlated_at >= CATCH_UP_CORRELATE_SECONDS):
             self._changed = False
+            self._correlated_at = now
             self.diagnosis = self.current_diagnosis()
         settled = settled or now - self._last_input_at >= quiet_seconds
         if self.diagnosis is not None:

@@ -60,8 +60,10 @@ class Follower:
     _followed: dict[str, _Followed] = field(default_factory=dict)
     _skipped: set = field(default_factory=set)
     _generations: dict[str, int] = field(default_factory=dict)
+    behind: bool = False  # the last poll left unread data (a backlog bigger than one read)
 
     def poll(self) -> list[Chunk]:
+        self.behind = False
         found: dict = {}  # path -> (relative, stat); one path per inode (a file named twice is read once)
         seen_inodes = set()
         for path, (relative, stat) in self._discover():
@@ -88,7 +90,7 @@ class Follower:
             else:
                 chunks += self._drain(followed, final=True)  # rotated away or deleted: read what is left
                 self._close(followed)
-                del self._followed[path]
+                self._followed.pop(path, None)
                 self.events.append(FileEvent(path, "rotated" if current is not None else "gone"))
         followed_inodes = {followed.inode for followed in self._followed.values()}
         for path, (relative, stat) in found.items():
@@ -158,10 +160,12 @@ class Follower:
             data = b""
         if data and followed.offset == 0 and b"\x00" in data[:8192]:
             self._close(followed)
-            del self._followed[followed.path]
+            self._followed.pop(followed.path, None)
             self._skip(followed.path, "binary file (not text)")
             return []
         followed.offset += len(data)
+        if len(data) == READ_BYTES:
+            self.behind = True
         data = followed.pending + data
         cut = data.rfind(b"\n") + 1
         if final and data and cut < len(data):

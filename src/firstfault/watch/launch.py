@@ -115,9 +115,6 @@ class Launched:
         for thread in self.threads:
             thread.start()
 
-    def finished(self) -> bool:
-        return self.process.poll() is not None and not any(thread.is_alive() for thread in self.threads)
-
     def forward(self, signum: int) -> None:
         if self.process.poll() is None:
             try:

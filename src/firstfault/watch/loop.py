@@ -29,7 +29,7 @@ def step(follower: Follower, engine: LiveEngine, sink: Sink, now: float, observe
         for event in follower.events:
             observer(event)
     follower.events.clear()
-    for alert in engine.evaluate(now, settled=settled):
+    for alert in engine.evaluate(now, settled=settled, catching_up=follower.behind):
         sink.emit(alert)
     sink.observe(engine, now)
 

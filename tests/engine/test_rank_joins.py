@@ -1,0 +1,57 @@
+"""Host-level events (kernel Xid, OOM killer) name a PCI bus or a pid, not a rank: the engine joins
+them to ranks through what other lines in the input say."""
+from __future__ import annotations
+
+from firstfault.pipeline import diagnose_paths
+
+XID79 = "[Wed Mar  1 10:05:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+
+
+def _write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_pci_bus_to_rank_through_nccl_init_lines(tmp_path):
+    init = "".join(
+        f"[rank{r}]:gpu-node-03:{700 + r}:{800 + r} [{r}] NCCL INFO comm 0x55d0 rank {r} nranks 4 cudaDev {r} nvmlDev {r} busId {bus}000 commId 0x1 - Init COMPLETE\n"
+        for r, bus in enumerate(["18", "3b", "86", "af"]))
+    _write(tmp_path / "console.log", init)
+    _write(tmp_path / "dmesg-gpu-node-03.txt", XID79 + "\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "gpu-fallen-off-bus"
+    assert diagnosis.initiating.rank == 1
+    assert any("PCI bus 3b" in note for note in diagnosis.notes)
+
+
+def test_pci_bus_to_gpu_index_through_nvidia_smi(tmp_path):
+    _write(tmp_path / "serve.log", "(VllmWorker TP0 pid=3522) INFO ready\n(VllmWorker TP1 pid=3523) INFO ready\n")
+    _write(tmp_path / "nvidia-smi.txt", "Unable to determine the device handle for GPU1: 0000:3B:00.0: Unknown Error\n")
+    _write(tmp_path / "kern.log", XID79 + "\n")
+    assert diagnose_paths([str(tmp_path)]).initiating.rank == 1
+
+
+def test_pid_to_rank_through_ray_worker_file_names(tmp_path):
+    session = tmp_path / "ray-session-10.0.0.7"
+    _write(session / "worker-0a1b2c3d-01000000-4242.err", "[rank5]: update_actor: micro_batch 7/16\n")
+    _write(session / "worker-9f8e7d6c-01000000-4243.err", "[rank6]: update_actor: micro_batch 7/16\n")
+    _write(tmp_path / "dmesg-node-7.txt",
+           "[Wed Mar  1 10:05:00 2026] NVRM: Xid (PCI:0000:9a:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0.\n"
+           "[Wed Mar  1 10:05:00 2026] NVRM: Xid (PCI:0000:9a:00): 94, pid=4243, name=ray::WorkerDict, Contained: SM (0x1). RST: No, D-RST: No\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "gpu-ecc-error"
+    assert diagnosis.initiating.rank == 6
+
+
+def test_deepspeed_launcher_report_names_the_killed_rank(tmp_path):
+    launcher = "".join(
+        f"{host}: [2026-03-01 10:00:00,000] [INFO] [launch.py:151:main] nnodes=2, num_local_procs=4, node_rank={node}\n"
+        for node, host in enumerate(["node-a1", "node-a2"]))
+    launcher += ("node-a2: [2026-03-01 10:20:01,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
+                 "'train.py', '--local_rank=3', '--deepspeed'] exits with return code = -9\n")
+    _write(tmp_path / "pdsh.log", launcher)
+    _write(tmp_path / "node-a2" / "dmesg.txt",
+           "[Sun Mar  1 10:20:00 2026] Out of memory: Killed process 5151 (python) total-vm:187412556kB, anon-rss:67020392kB\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "host-oom-killed"
+    assert diagnosis.initiating.rank == 7
