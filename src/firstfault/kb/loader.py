@@ -170,7 +170,9 @@ def check_entries(root: Path = ENTRIES_DIR) -> tuple[list[Entry], list[Problem]]
 def load_knowledge_base(root: Path = ENTRIES_DIR, strict: bool = False) -> KnowledgeBase:
     """The knowledge base. Strict: raise KnowledgeBaseError listing every problem. Otherwise the
     valid entries are used and `kb.problems` lists what was left out (`firstfault kb check`)."""
-    entries, problems = check_entries(root)
+    from .cache import cached_check  # parsing and checking every entry is cached between runs
+
+    entries, problems = cached_check(root, check_entries)
     if problems and strict:
         raise KnowledgeBaseError(problems)
     if not entries:
