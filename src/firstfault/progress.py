@@ -1,40 +1,102 @@
-"""Progress on stderr for inputs that take more than a second; silent when stderr is not a TTY."""
+"""Progress on stderr for inputs that take more than a second; silent when stderr is not a TTY.
+
+A pipeline observer: `file_started(item, index, total)` and `file_finished(scan)` for every
+input, and `bytes_scanned(count)` as a large file is read block by block. The line shows files
+and bytes done, of how many, and the throughput; it is redrawn at most ten times a second and
+erased at the end, so results on stdout are never mixed with it.
+"""
 from __future__ import annotations
 
+import os
 import time
 
 DELAY_SECONDS = 1.0
+REDRAW_SECONDS = 0.1
+
+
+def _size_of(item) -> int | None:
+    path = getattr(item, "path", None)
+    if path is None:
+        content = getattr(item, "content", None)
+        return len(content) if content is not None else None
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    name = str(path)
+    return None if name.endswith(".gz") else size  # compressed: the decoded size is unknown
+
+
+def _megabytes(count: float) -> str:
+    return f"{count / 1e9:.2f} GB" if count >= 1e9 else f"{count / 1e6:.1f} MB"
 
 
 class ProgressObserver:
     """Pipeline observer: files and bytes done, throughput. Never writes to stdout."""
 
-    def __init__(self, stream, enabled: bool | None = None) -> None:
+    def __init__(self, stream, enabled: bool | None = None, clock=time.monotonic) -> None:
         self.stream = stream
-        self.enabled = stream.isatty() if enabled is None else enabled
-        self.started = time.monotonic()
+        self.enabled = (hasattr(stream, "isatty") and stream.isatty()) if enabled is None else enabled
+        self.clock = clock
+        self.started = clock()
+        self.total = 0
         self.files_done = 0
-        self.bytes_done = 0
+        self.bytes_done = 0  # bytes of finished files
+        self.bytes_current = 0  # bytes scanned so far in the file being read
+        self.sizes: dict[int, int | None] = {}
+        self.current = ""
         self.shown = False
+        self.last_drawn = 0.0
+        self.width = 0
 
     def file_started(self, item, index: int, total: int) -> None:
         self.total = total
+        self.current = getattr(item, "display", "")
+        self.bytes_current = 0
+        if self.enabled and index not in self.sizes:
+            self.sizes[index] = _size_of(item)
+        self._show()
+
+    def bytes_scanned(self, count: int) -> None:
+        self.bytes_current += count
+        self._show()
 
     def file_finished(self, scan) -> None:
         self.files_done += 1
         self.bytes_done += scan.stats.bytes
+        self.bytes_current = 0
         self._show()
 
+    def line(self) -> str:
+        """The progress line as it would be drawn now."""
+        elapsed = max(self.clock() - self.started, 1e-9)
+        done = self.bytes_done + self.bytes_current
+        rate = done / elapsed / 1e6
+        known = [size for size in self.sizes.values() if size is not None]
+        of = ""
+        if self.total == 1 and known and len(known) == len(self.sizes):
+            of = f" of {_megabytes(sum(known))}"
+        text = f"  {self.files_done}/{self.total} files, {_megabytes(done)}{of}, {rate:.0f} MB/s"
+        if self.total == 1 and of:
+            text += f" ({min(100, 100 * done / max(sum(known), 1)):.0f}%)"
+        return text
+
     def _show(self) -> None:
-        elapsed = time.monotonic() - self.started
-        if not self.enabled or elapsed < DELAY_SECONDS:
+        if not self.enabled:
             return
-        rate = self.bytes_done / elapsed / 1e6 if elapsed else 0.0
-        self.stream.write(f"\r  {self.files_done}/{self.total} files, {self.bytes_done / 1e6:.1f} MB, {rate:.0f} MB/s ")
+        now = self.clock()
+        if now - self.started < DELAY_SECONDS or now - self.last_drawn < REDRAW_SECONDS:
+            return
+        self.last_drawn = now
+        text = self.line()
+        padding = " " * max(0, self.width - len(text))
+        self.width = len(text)
+        self.stream.write("\r" + text + padding)
         self.stream.flush()
         self.shown = True
 
     def close(self) -> None:
         if self.shown:
-            self.stream.write("\n")
+            self.stream.write("\r" + " " * self.width + "\r")
             self.stream.flush()
+            self.shown = False

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-VENV_BIN = Path(sys.executable).parent
 FIRSTFAULT = [sys.executable, "-m", "firstfault.cli"]
 JOB = Path(__file__).with_name("job.py")
 HAS_TORCH = importlib.util.find_spec("torch") is not None
-needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch) ")
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch)")
 
 
 def torchrun() -> list[str]:

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
 import urllib.request
 
+from .http_receiver import Receiver
 from .procs import FIRSTFAULT
 from .sample_logs import RANK0, RANK1
-from .test_sinks import Receiver
 
 
 def _append(path, text: str) -> float:
@@ -100,3 +102,30 @@ def test_watch_on_an_old_finished_run_raises_no_hang(spawn, tmp_path):
     proc = spawn(FIRSTFAULT + ["watch", logs, "--format", "jsonl", "--hang-after", "0.5", "--duration", "2"])
     assert proc.wait(timeout=60) == 0
     assert proc.stdout_text() == ""
+
+
+def test_run_refuses_a_log_dir_that_holds_an_earlier_run(spawn, tmp_path):
+    (tmp_path / "rank0.log").write_text("old\n")
+    proc = spawn(FIRSTFAULT + ["run", "--log-dir", tmp_path, "--", sys.executable, "-c", "print(1)"])
+    assert proc.wait(timeout=60) == 2
+    assert "not empty" in proc.stderr_text()
+
+
+def test_run_forwards_sigterm_to_the_job(spawn, tmp_path):
+    script = ("import signal, sys, time\n"
+              "signal.signal(signal.SIGTERM, lambda *a: (print('job got SIGTERM', flush=True), sys.exit(7)))\n"
+              "print('ready', flush=True)\n"
+              "time.sleep(60)\n")
+    proc = spawn(FIRSTFAULT + ["run", "--log-dir", tmp_path / "logs", "--", sys.executable, "-c", script])
+    deadline = time.monotonic() + 60
+    while "ready" not in proc.stdout_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.process.pid, signal.SIGTERM)  # firstfault only, not its process group
+    assert proc.wait(timeout=30) == 7
+    assert "job got SIGTERM" in proc.stdout_text()
+
+
+def test_run_unknown_command_is_a_tool_error(spawn, tmp_path):
+    proc = spawn(FIRSTFAULT + ["run", "--log-dir", tmp_path / "logs", "--", "no-such-launcher-xyz"])
+    assert proc.wait(timeout=60) == 2
+    assert "cannot start no-such-launcher-xyz" in proc.stderr_text()

@@ -99,3 +99,16 @@ def test_close_returns_a_final_partial_line(tmp_path):
     follower = Follower([str(log)])
     assert _data(follower.poll()) == b"a\n"
     assert _data(follower.close()) == b"no newline\n"
+
+
+def test_a_record_replaced_whole_is_read_again_quietly(tmp_path):
+    record = tmp_path / "rank1.json"
+    record.write_text('{"message": {"message": "A", "extraInfo": {}}}')
+    follower = Follower([str(tmp_path)])
+    first = follower.poll()
+    replacement = tmp_path / ".rank1.json.tmp"
+    replacement.write_text('{"message": {"message": "B", "extraInfo": {}}}')
+    os.replace(replacement, record)
+    chunks = follower.poll()
+    assert chunks[0].record and b'"B"' in chunks[0].data and chunks[0].key != first[0].key
+    assert not [event for event in follower.events if event.what in ("rotated", "gone")]

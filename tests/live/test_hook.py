@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 from firstfault.ingest.sources import InputFile
 from firstfault.kb import load_knowledge_base
@@ -78,3 +79,17 @@ def test_torchelastic_own_record_shape_without_firstfault_fields():
     assert text.count("\n") == 3 and "2025-12-02T16:46:40" in text
     assert parse_error_record(b"{\"config\": 1}") is None
     assert parse_error_record(b"not json") is None
+
+
+def test_engine_keeps_only_the_latest_version_of_a_record(tmp_path):
+    engine = LiveEngine(load_knowledge_base())
+    follower = Follower([str(tmp_path)])
+    record = tmp_path / "rank2.json"
+    for message in ("KeyError: 'a'", "KeyError: 'b'"):
+        record.write_text(json.dumps({"message": {"message": message, "extraInfo": {
+            "py_callstack": f"Traceback (most recent call last):\n  File \"t.py\", line 1\n{message}\n",
+            "time": 1796230800.0, "rank": 2}}}))
+        time.sleep(0.01)
+        engine.ingest(follower.poll(), now=0.0)
+    assert len(engine.scans) == 1
+    assert "'b'" in engine.current_diagnosis().initiating.text

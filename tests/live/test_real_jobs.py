@@ -7,11 +7,14 @@ the time from the fault line being written to the alert from above.
 from __future__ import annotations
 
 import json
+import re
 import time
+import urllib.request
 
 import pytest
 
 from .procs import FIRSTFAULT, JOB, needs_torch, torchrun
+from .http_receiver import Receiver
 
 pytestmark = [needs_torch, pytest.mark.live_torch]
 
@@ -81,15 +84,28 @@ def test_watch_alerts_on_injected_exception_within_a_second(spawn, tmp_path):
 def test_watch_names_the_hanging_rank_before_the_process_group_timeout(spawn, tmp_path):
     logs, stamp = tmp_path / "logs", tmp_path / "stamp.json"
     hang_after = 3.0
-    watcher = spawn(FIRSTFAULT + ["watch", logs, "--format", "jsonl", "--hang-after", hang_after], cwd=tmp_path)
-    watcher.wait_stderr("firstfault: watching", timeout=60)
-    spawn(torchrun() + ["--nproc-per-node", "3", "--standalone", "--log-dir", logs, "--redirects", "3", JOB,
-                        "--steps", "60", "--step-time", "0.2", "--hang-rank", FAULT_RANK, "--hang-step", "6",
-                        "--hang-seconds", "120", "--pg-timeout", PG_TIMEOUT, "--stamp", stamp], cwd=tmp_path)
-    arrived, alert = watcher.next_json(lambda value: value.get("kind") in ("hang", "failure"), timeout=180)
-    since_sleep = arrived - _stamp(stamp)
-    print(f"firstfault watch: hang alert {since_sleep:.2f} s after rank {FAULT_RANK} fell asleep "
-          f"(process-group timeout {PG_TIMEOUT:g} s)")
-    assert alert["kind"] == "hang", alert
-    assert alert["ranks"] == [FAULT_RANK]
-    assert since_sleep < PG_TIMEOUT
+    receiver = Receiver()
+    try:
+        watcher = spawn(FIRSTFAULT + ["watch", logs, "--format", "jsonl", "--hang-after", hang_after,
+                                      "--webhook", receiver.url, "--metrics-port", "0"], cwd=tmp_path)
+        watcher.wait_stderr("firstfault: watching", timeout=60)
+        port = int(next(line for _, line in watcher.stderr_lines if "metrics on" in line).rsplit(":", 1)[1].split("/")[0])
+        spawn(torchrun() + ["--nproc-per-node", "3", "--standalone", "--log-dir", logs, "--redirects", "3", JOB,
+                            "--steps", "60", "--step-time", "0.2", "--hang-rank", FAULT_RANK, "--hang-step", "6",
+                            "--hang-seconds", "120", "--pg-timeout", PG_TIMEOUT, "--stamp", stamp], cwd=tmp_path)
+        arrived, alert = watcher.next_json(lambda value: value.get("kind") in ("hang", "failure"), timeout=180)
+        since_sleep = arrived - _stamp(stamp)
+        print(f"firstfault watch: hang alert {since_sleep:.2f} s after rank {FAULT_RANK} fell asleep "
+              f"(process-group timeout {PG_TIMEOUT:g} s)")
+        assert alert["kind"] == "hang", alert
+        assert alert["ranks"] == [FAULT_RANK]
+        assert since_sleep < PG_TIMEOUT
+        receiver.wait_for(1, timeout=10)
+        assert receiver.bodies[0]["alert"]["kind"] == "hang" and f"rank {FAULT_RANK}" in receiver.bodies[0]["text"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            page = response.read().decode()
+        assert f'firstfault_hang{{rank="{FAULT_RANK}"}} 1' in page
+        silent = float(re.search(rf'firstfault_seconds_since_progress{{rank="{FAULT_RANK}"}} ([\d.]+)', page).group(1))
+        assert silent >= hang_after
+    finally:
+        receiver.close()

@@ -3,62 +3,23 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import replace
+from datetime import datetime
 
 import pytest
 
 from firstfault.kb import load_knowledge_base
-from firstfault.watch.alerts import Alert
+from firstfault.watch.alerts import Alert, AlertBook
 from firstfault.watch.engine import LiveEngine
 from firstfault.watch.follower import Chunk
 from firstfault.watch.metrics import MetricsSink
-from firstfault.watch.sinks import JsonLinesSink, TerminalSink
+from firstfault.watch.sinks import JsonLinesSink, TerminalSink, render_alert
 from firstfault.watch.webhook import WebhookSink
 
+from .http_receiver import Receiver
 from .sample_logs import LOGS
-
-
-class Receiver:
-    """A real HTTP server on 127.0.0.1 that records POST bodies; the first `fail_first` get a 500."""
-
-    def __init__(self, fail_first: int = 0) -> None:
-        self.bodies: list[dict] = []
-        self.attempts = 0
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                receiver.attempts += 1
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                if receiver.attempts <= fail_first:
-                    self.send_response(500)
-                    self.end_headers()
-                    return
-                receiver.bodies.append(json.loads(body))
-                self.send_response(200)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def wait_for(self, count: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while len(self.bodies) < count and time.monotonic() < deadline:
-            time.sleep(0.02)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -166,3 +127,30 @@ def test_unexplained_failure_is_alerted_once_settled():
     alerts = engine.evaluate(now=2.5)
     assert [(alert.kind, alert.failure_id, alert.line) for alert in alerts] == [("failure", "unknown", 2)]
     assert engine.evaluate(now=5) == []
+
+
+def test_terminal_alert_snapshot():
+    alert = replace(ALERT, emitted_at=1796230800.0, collateral=(
+        {"failure_id": "collective-timeout-peer-crash", "ranks": [0, 2, 3], "count": 6},))
+    clock = datetime.fromtimestamp(1796230800.0).strftime("%H:%M:%S")
+    assert render_alert(alert) == (
+        f"[firstfault {clock}] FIRST FAULT: user-code-exception on rank 1: rank 1 raised IndexError\n"
+        "    at rank1.log:7  [rank1]: IndexError: list index out of range\n"
+        "    collateral: collective-timeout-peer-crash on rank(s) 0, 2, 3 (6 line(s))\n"
+    )
+    hang = Alert(kind="hang", failure_id="hang", summary="no progress for 3.1 s; last: 'step 5 loss 1.2'",
+                 rank=1, source="rank1.log", ranks=(1,), emitted_at=1796230800.0)
+    assert render_alert(hang) == (
+        f"[firstfault {clock}] HANG: rank 1 stopped making progress first (no progress for 3.1 s; last: 'step 5 loss 1.2')\n"
+        "    at rank1.log\n"
+    )
+
+
+def test_a_rank_less_re_anchoring_of_the_same_failure_keeps_the_rank():
+    engine = _engine_with_failure()
+    book = AlertBook()
+    diagnosis = engine.current_diagnosis()
+    first = book.from_diagnosis(diagnosis, now=0)
+    assert first.rank == 1
+    summary_line = replace(diagnosis.initiating, rank=None, source="console.log", line=59)
+    assert book.from_diagnosis(replace(diagnosis, initiating=summary_line), now=1) is None

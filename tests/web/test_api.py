@@ -338,3 +338,9 @@ def test_json_error_for_limit_has_hint(small):
     error = assert_error(small.post("/api/diagnose", content=b"line\n" * 60, headers={"content-type": "text/plain"}), 413)
     assert error["hint"]
     json.dumps(error)
+
+
+def test_upload_names_cannot_climb(client):
+    response = client.post("/api/diagnose", files={"files": ("../../etc/rank1.log", RANK_LOGS["rank1.log"].encode())})
+    assert response.status_code == 200
+    assert response.json()["inputs"]["files"] == ["etc/rank1.log"]

@@ -29,6 +29,7 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking
                "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 REQUIRED = os.environ.get("FIRSTFAULT_REQUIRE_BROWSER") == "1"
+pytestmark = pytest.mark.timeout(240)  # a hung browser or server fails the test instead of the run
 
 
 def _unavailable() -> str:
@@ -57,10 +58,11 @@ def free_port() -> int:
 def server(tmp_path_factory):
     """`firstfault serve` in a subprocess on a free loopback port, with its own history file."""
     port = free_port()
-    db = tmp_path_factory.mktemp("serve") / "history.sqlite3"
+    folder = tmp_path_factory.mktemp("serve")
+    log = open(folder / "serve.log", "wb")  # a file, not a pipe: a full pipe would stall the server
     process = subprocess.Popen(
-        [sys.executable, "-m", "firstfault.cli", "serve", "--port", str(port), "--db", str(db)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [sys.executable, "-m", "firstfault.cli", "serve", "--port", str(port), "--db", str(folder / "history.sqlite3")],
+        stdout=log, stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -71,7 +73,7 @@ def server(tmp_path_factory):
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    output = process.stdout.read().decode(errors="replace") if process.poll() is not None else ""
+                    output = (folder / "serve.log").read_text(errors="replace")
                     pytest.fail(f"firstfault serve did not start: {output[-2000:]}")
                 time.sleep(0.3)
         yield base
@@ -82,6 +84,7 @@ def server(tmp_path_factory):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+        log.close()
 
 
 @pytest.fixture(scope="module")

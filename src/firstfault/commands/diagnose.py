@@ -22,11 +22,11 @@ def register(subparsers) -> None:
 
 
 def use_color(choice: str, stream) -> bool:
-    if choice == "always":
-        return True
-    if choice == "never" or os.environ.get("NO_COLOR"):
-        return False
-    return hasattr(stream, "isatty") and stream.isatty()
+    from ..render.entry_terminal import use_color as terminal_wants_color
+
+    if choice != "auto":
+        return choice == "always"
+    return terminal_wants_color(stream, os.environ)
 
 
 def render(diagnosis, kb, output_format: str, color: bool = False) -> str:

@@ -149,6 +149,9 @@ def run_command(args) -> int:
     if not command:
         raise InputError("no command given", "firstfault run -- torchrun --nproc-per-node 8 train.py")
     log_dir = Path(args.log_dir or Path("firstfault-logs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+    if log_dir.is_dir() and any(log_dir.iterdir()):
+        # an earlier run's logs would be diagnosed with this one's
+        raise InputError(f"--log-dir {log_dir} is not empty", "give a new or empty folder for this run's logs")
     kb, engine = _engine(args)
     # with JSON lines on stdout, the job's own stdout goes to stderr so stdout stays machine-readable
     alert_stream = sys.stdout if args.format == "jsonl" else sys.stderr

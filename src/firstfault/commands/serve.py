@@ -44,7 +44,7 @@ def run_serve(args) -> int:
     import uvicorn
 
     from ..history import default_path
-    from ..web.app import create_app
+    from ..web.app import LOOPBACK_HOSTS, create_app
 
     loopback = is_loopback(args.host)
     if not loopback:
@@ -54,7 +54,7 @@ def run_serve(args) -> int:
             file=sys.stderr,
         )
     db = None if args.no_history else (args.db or str(default_path()))
-    allowed = ("127.0.0.1", "localhost", "[::1]") if loopback else None  # refuse DNS-rebinding names
+    allowed = LOOPBACK_HOSTS if loopback else None  # refuse the names a DNS-rebinding page would use
     app = create_app(db_path=db, history=not args.no_history, allowed_hosts=allowed)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"firstfault: serving on http://{shown}:{args.port}/ (history: {db or 'off'}); Ctrl-C stops", file=sys.stderr)

@@ -4,13 +4,13 @@ A pure function of its inputs: no I/O, no knowledge of files beyond the matches'
 """
 from __future__ import annotations
 
-from collections import defaultdict
-
 import re
+from collections import defaultdict
 from dataclasses import replace
 
 from ..match.context import FAILURE_SIGNATURES, FRAME_SIGNATURES, LAUNCHER_FAILED
 from ..model import Diagnosis, Evidence, Finding, InputSummary, Match
+from ..placeholders import fill_placeholders
 from .devices import bus_of, rank_for_bus
 from .events import Incident, incidents, line_winners, time_key
 from .hangs import analyse
@@ -175,13 +175,8 @@ def _finding(failure_id: str, own: list[Match], initiating: Match) -> Finding:
 
 
 def _fill(template: str, match: Match) -> str:
-    if not template:
-        return ""
     values = {"rank": match.line.origin.rank, "host": match.line.origin.host, **match.captures}
-    text = template
-    for key, value in values.items():
-        text = text.replace("{" + key + "}", str(value) if value is not None else f"<{key}>")
-    return text
+    return fill_placeholders(template, values) if template else ""
 
 
 def _collateral(winners: list[Match], primary: str, initiating: Match) -> list[Finding]:

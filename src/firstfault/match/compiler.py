@@ -65,26 +65,6 @@ def hyperscan_available() -> bool:
     return True
 
 
-def _literal_bytes(literal: str, case_insensitive: bool) -> bytes:
-    """A bytes-regex piece matching `literal` wherever Python's str matching could see it."""
-    if not case_insensitive:
-        return re.escape(literal.encode("utf-8"))
-    from .translate import _partners
-
-    pieces = []
-    for char in literal:
-        if char.isascii() and char.isalpha():
-            partners = [p.encode("utf-8") for p in _partners().get(char.lower(), "")]
-            options = [f"[{char.lower()}{char.upper()}]".encode()] + [re.escape(p) for p in partners]
-            pieces.append(options[0] if len(options) == 1 else b"(?:" + b"|".join(options) + b")")
-        elif char.isascii():
-            pieces.append(re.escape(char.encode()))
-        else:
-            variants = sorted({v for v in (char, char.lower(), char.upper()) if len(v) == 1})
-            pieces.append(b"(?:" + b"|".join(re.escape(v.encode("utf-8")) for v in variants) + b")")
-    return b"".join(pieces)
-
-
 class Matcher:
     """Candidate lines of a block, then each candidate confirmed by its signature's regex."""
 
@@ -156,12 +136,17 @@ class _PythonPrefilter:
     translated regex touches when run over the whole block."""
 
     def __init__(self, items: list[tuple[int, CompiledSignature]]) -> None:
-        pieces: set[bytes] = set()
+        exact: set[bytes] = set()
+        folded: set[bytes] = set()
         self.literal_items: list[tuple[int, CompiledSignature]] = []
         self.scanned: list[tuple[int, re.Pattern | None]] = []
         for index, item in items:
             if item.literals:
-                pieces.update(_literal_bytes(literal, item.case_insensitive) for literal in item.literals)
+                for literal in item.literals:
+                    if item.case_insensitive:
+                        folded.add(literal.lower().encode("utf-8"))
+                    else:
+                        exact.add(literal.encode("utf-8"))
                 self.literal_items.append((index, item))
                 continue
             try:
@@ -174,21 +159,33 @@ class _PythonPrefilter:
                                for literal in item.literals]
         self.folded_literals = [(literal.lower().translate(_fold_table()), index) for index, item in self.literal_items
                                 if item.case_insensitive for literal in item.literals]
-        ordered = sorted(pieces, key=len, reverse=True)
-        self.prefilter = re.compile(b"|".join(ordered)) if ordered else None
+        self.prefilters = [re.compile(_trie_pattern(exact))] if exact else []
+        if folded:
+            self.prefilters.append(re.compile(_trie_pattern(folded), re.IGNORECASE))
+        # bytes IGNORECASE folds ASCII only: lines holding a Unicode case partner of an ASCII
+        # letter (the Kelvin sign...) are checked line by line
+        self.partner_bytes = sorted({p.encode("utf-8") for ps in _partners_of(folded) for p in ps})
 
     def add_candidates(self, data: bytes, lines: dict) -> None:
         rfind, find = data.rfind, data.find
-        if self.prefilter is not None:
-            line_end = -1
-            for found in self.prefilter.finditer(data):
-                if found.start() <= line_end:
-                    continue  # this line is already a candidate
+        for prefilter in self.prefilters:
+            position = 0
+            while True:
+                found = prefilter.search(data, position)
+                if found is None:
+                    break
                 start = rfind(b"\n", 0, found.start()) + 1
                 lines.setdefault(start, set()).add(LITERAL_CHECK)
-                line_end = find(b"\n", found.start())
-                if line_end < 0:
+                position = find(b"\n", found.start()) + 1  # on to the next line
+                if position == 0:
                     break
+        if not data.isascii():
+            for partner in self.partner_bytes:
+                position = find(partner)
+                while position >= 0:
+                    start = rfind(b"\n", 0, position) + 1
+                    lines.setdefault(start, set()).add(LITERAL_CHECK)
+                    position = find(partner, position + 1)
         for index, regex in self.scanned:
             if regex is None:
                 for start in [0] + [i + 1 for i in _newlines(data)]:
@@ -225,6 +222,34 @@ def _fold_table() -> dict:
 
         _FOLD_TABLE = {ord(partner): letter for letter, partners in _partners().items() for partner in partners}
     return _FOLD_TABLE
+
+
+def _partners_of(literals) -> list[str]:
+    from .translate import _partners
+
+    letters = {chr(byte) for literal in literals for byte in literal if chr(byte).isalpha() and byte < 0x80}
+    return [_partners()[letter] for letter in sorted(letters) if letter in _partners()]
+
+
+def _trie_pattern(literals: set[bytes]) -> bytes:
+    """One regex for many literals, factored as a trie: Python's engine then tests one byte per
+    branch instead of every literal at every position."""
+    trie: dict = {}
+    for literal in literals:
+        node = trie
+        for byte in literal:
+            node = node.setdefault(byte, {})
+        node[None] = {}
+
+    def emit(node: dict) -> bytes:
+        ends = None in node
+        branches = [re.escape(bytes([byte])) + emit(child) for byte, child in sorted((k, v) for k, v in node.items() if k is not None)]
+        if not branches:
+            return b""
+        body = branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+        return b"(?:" + body + b")?" if ends else body
+
+    return emit(trie)
 
 
 def _newlines(data: bytes):

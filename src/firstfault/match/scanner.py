@@ -69,6 +69,7 @@ class Scanner:
         self.signatures = list(signatures)
         self.matcher = Matcher(self.signatures, engine)
         self.clock = Clock()
+        self.on_block = None  # optional callable(bytes scanned), for progress within a file
 
     def __getstate__(self):
         # compiled databases do not pickle: a copy in another process compiles (or loads) its own
@@ -84,6 +85,8 @@ class Scanner:
         try:
             for block in read_blocks(item, scan.stats, decode=decode):
                 carried_time = self._scan_block(block, scan, carried_time)
+                if self.on_block is not None:
+                    self.on_block(len(block.data) + 1)
         except Unreadable as exc:
             scan.error = str(exc)
         return scan

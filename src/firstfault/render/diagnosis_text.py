@@ -1,17 +1,9 @@
 """Shared pieces of the human-readable diagnosis reports (terminal and Markdown)."""
 from __future__ import annotations
 
-import re
-
 from ..model import Diagnosis, Evidence
+from ..placeholders import fill_placeholders as fill
 from .contract import iso_time
-
-_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
-
-
-def fill(text: str, values: dict) -> str:
-    """Fill `{name}` placeholders from the log's values; unknown ones read `<name>`."""
-    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if values.get(m.group(1)) is not None else f"<{m.group(1)}>", text)
 
 
 def where(evidence: Evidence) -> str:

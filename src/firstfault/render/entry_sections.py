@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..model import Entry
+from ..placeholders import PLACEHOLDER, fill_placeholders  # noqa: F401 - re-exported
 
 SUMMARY, OBSERVE, SYMPTOMS, MECHANISM = "Summary", "What you'll observe", "Symptoms", "Mechanism"
 CONFIRM, FIX, VERIFY, PREVENTION = "How to confirm", "Fix", "Verification", "Prevention"
@@ -17,21 +18,6 @@ FAQ, DIAGNOSTICS, RELATED, REFERENCES = "FAQ", "Diagnostics", "Related", "Refere
 
 # Every entry has these (the schema requires their fields); FAQ, Diagnostics, Related are optional.
 REQUIRED_SECTIONS = (SUMMARY, OBSERVE, SYMPTOMS, MECHANISM, CONFIRM, FIX, VERIFY, PREVENTION, REFERENCES)
-
-# `{name}`, but not `${NAME}` (shell) nor `{{name}}` (escaped braces)
-PLACEHOLDER = re.compile(r"(?<![{$])\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
-
-
-def fill_placeholders(text: str, values: Mapping[str, object] | None = None) -> str:
-    """Replace `{name}` with values[name]; a name without a value shows as `<name>`."""
-    values = values or {}
-
-    def replace(match: re.Match) -> str:
-        value = values.get(match.group(1))
-        return f"<{match.group(1)}>" if value is None else str(value)
-
-    return PLACEHOLDER.sub(replace, text)
-
 
 def paragraphs(text: str) -> list[str]:
     """The paragraphs of a text field, each on one line.

@@ -1,9 +1,19 @@
 """Diagnosis -> Markdown, for pasting into an issue or a chat."""
 from __future__ import annotations
 
+import re
+
 from ..model import Diagnosis
 from .diagnosis_text import (entry_or_none, fix_blocks, inputs_line, ranks_text, started_line,
                              verify_items, where, who)
+
+
+def code_span(text: str) -> str:
+    """A log line as literal inline code: the fence is longer than any backtick run inside."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    padding = " " if longest else ""
+    return f"{fence}{padding}{text}{padding}{fence}"
 
 
 def _code(text: str, language: str = "") -> list[str]:
@@ -25,16 +35,16 @@ def render(diagnosis: Diagnosis, kb) -> str:
         if primary.message:
             lines += ["", f"> {primary.message}"]
         lines += ["", "### Evidence", ""]
-        lines += [f"- `{where(item)}` ({who(item)}): `{item.text.strip()[:300]}`" for item in primary.evidence]
+        lines += [f"- {code_span(where(item))} ({who(item)}): {code_span(item.text.strip()[:300])}" for item in primary.evidence]
     if diagnosis.collateral:
         lines += ["", "### Collateral" if diagnosis.primary else "### Failures seen", "",
                   "| failure | ranks | lines | first |", "| --- | --- | --- | --- |"]
         for finding in diagnosis.collateral:
             first = finding.evidence[0] if finding.evidence else None
-            lines.append(f"| `{finding.failure_id}` | {ranks_text(finding.ranks)} | {finding.count} | {('`' + where(first) + '`') if first else ''} |")
+            lines.append(f"| `{finding.failure_id}` | {ranks_text(finding.ranks)} | {finding.count} | {code_span(where(first)) if first else ''} |")
     if diagnosis.error_lines:
         lines += ["", "### Most likely error lines", ""]
-        lines += [f"- `{where(item)}` ({who(item)}): `{item.text.strip()[:300]}`" for item in diagnosis.error_lines]
+        lines += [f"- {code_span(where(item))} ({who(item)}): {code_span(item.text.strip()[:300])}" for item in diagnosis.error_lines]
     entry = entry_or_none(kb, diagnosis.primary.failure_id) if diagnosis.primary else None
     if entry is not None:
         lines += ["", "### Fix", ""]

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from ..model import Diagnosis
+from .entry_terminal import Style
 from .diagnosis_text import (entry_or_none, fix_blocks, inputs_line, ranks_text, started_line,
                              verify_items, where, who)
 
-_STYLES = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "dim": "2", "cyan": "36"}
+# Roles of the diagnosis report, on top of the entry renderer's (title, heading, dim, ...).
+_ROLES = {"failure": "critical", "healthy": "code", "unknown": "literal", "where": "heading", "note": "literal"}
 
 
 class TerminalReport:
@@ -13,13 +15,10 @@ class TerminalReport:
 
     def __init__(self, kb, color: bool = False) -> None:
         self.kb = kb
-        self.color = color
+        self._style = Style(color)
 
-    def style(self, text: str, *names: str) -> str:
-        if not self.color or not names:
-            return text
-        codes = ";".join(_STYLES[name] for name in names)
-        return f"\033[{codes}m{text}\033[0m"
+    def style(self, text: str, role: str = "") -> str:
+        return self._style(_ROLES.get(role, role), text) if role else text
 
     def render(self, diagnosis: Diagnosis) -> str:
         lines = self._headline(diagnosis)
@@ -28,7 +27,7 @@ class TerminalReport:
         if diagnosis.collateral:
             lines += self._collateral(diagnosis)
         if diagnosis.error_lines:
-            lines += ["", self.style("Most likely error lines", "bold")]
+            lines += ["", self.style("Most likely error lines", "title")]
             lines += [f"  {where(item)}  [{who(item)}] {item.text.strip()[:300]}" for item in diagnosis.error_lines]
         entry = entry_or_none(self.kb, diagnosis.primary.failure_id) if diagnosis.primary else None
         if entry is not None:
@@ -38,13 +37,13 @@ class TerminalReport:
 
     def _headline(self, diagnosis: Diagnosis) -> list[str]:
         if diagnosis.status == "healthy":
-            return [self.style("✔ healthy", "green", "bold") + ": the logs show no failure"]
+            return [self.style("✔ healthy", "healthy") + ": the logs show no failure"]
         if diagnosis.primary is None:
-            return [self.style("? unknown", "yellow", "bold") + ": something failed, but no knowledge-base entry explains it"]
+            return [self.style("? unknown", "unknown") + ": something failed, but no knowledge-base entry explains it"]
         primary = diagnosis.primary
         entry = entry_or_none(self.kb, primary.failure_id)
         title = entry.title if entry else primary.failure_id
-        lines = [self.style("✖ " + title, "red", "bold") + self.style(f"  [{primary.failure_id}]  confidence {primary.confidence:.2f}", "dim")]
+        lines = [self.style("✖ " + title, "failure") + self.style(f"  [{primary.failure_id}]  confidence {primary.confidence:.2f}", "dim")]
         lines.append("  " + started_line(diagnosis))
         if primary.message:
             lines.append("  " + primary.message)
@@ -53,14 +52,14 @@ class TerminalReport:
         return lines
 
     def _evidence(self, diagnosis: Diagnosis) -> list[str]:
-        lines = ["", self.style("Evidence", "bold")]
+        lines = ["", self.style("Evidence", "title")]
         for item in diagnosis.primary.evidence:
-            lines.append(f"  {self.style(where(item), 'cyan')}  [{who(item)}] {item.text.strip()[:300]}")
+            lines.append(f"  {self.style(where(item), 'where')}  [{who(item)}] {item.text.strip()[:300]}")
         return lines
 
     def _collateral(self, diagnosis: Diagnosis) -> list[str]:
         title = "Collateral (consequences, not the cause)" if diagnosis.primary else "Failures seen"
-        lines = ["", self.style(title, "bold")]
+        lines = ["", self.style(title, "title")]
         for finding in diagnosis.collateral[:10]:
             first = finding.evidence[0] if finding.evidence else None
             ranks = f"ranks {ranks_text(finding.ranks)}" if finding.ranks else f"{finding.count} line(s)"
@@ -72,7 +71,7 @@ class TerminalReport:
         return lines
 
     def _fix(self, entry, values: dict) -> list[str]:
-        lines = ["", self.style("Fix", "bold")]
+        lines = ["", self.style("Fix", "title")]
         for number, block in enumerate(fix_blocks(entry, values), start=1):
             lines.append(f"  {number}. {block['title']} [{block['stack']}]")
             lines.append(self.style(f"     why: {block['why'].strip()}", "dim"))
@@ -84,7 +83,7 @@ class TerminalReport:
                 lines += [f"       {text}" for text in block[key].rstrip().splitlines()]
         verify = verify_items(entry, values)
         if verify:
-            lines += ["", self.style("Verify", "bold")]
+            lines += ["", self.style("Verify", "title")]
             for check, command in verify:
                 lines.append(f"  {check}")
                 if command:
@@ -95,7 +94,7 @@ class TerminalReport:
     def _footer(self, diagnosis: Diagnosis) -> list[str]:
         lines = ["", self.style("Read: " + inputs_line(diagnosis), "dim")]
         for note in diagnosis.notes:
-            lines.append(self.style(f"Note: {note}", "yellow"))
+            lines.append(self.style(f"Note: {note}", "note"))
         for item in diagnosis.inputs.skipped:
-            lines.append(self.style(f"Skipped: {item.source}: {item.reason}", "yellow"))
+            lines.append(self.style(f"Skipped: {item.source}: {item.reason}", "note"))
         return lines

@@ -67,6 +67,8 @@ class AlertBook:
         self.hang_key: tuple | None = None
         self.collateral_only_since: float | None = None
         self.failure_alerted = False
+        self.where: dict | None = None  # where the last failure alert said the fault started
+        self.summary = ""
 
     def _next(self, **values) -> Alert:
         self.sequence += 1
@@ -85,26 +87,25 @@ class AlertBook:
                 self.collateral_only_since = now
             if now - self.collateral_only_since < COLLATERAL_ONLY_SETTLE_SECONDS:
                 return None
-        key = (primary.failure_id, initiating.rank if initiating else None,
-               initiating.source if initiating else None, initiating.line if initiating else None)
+        where, summary = _where(initiating), primary.message
+        if self.where is not None and self.primary_key and self.primary_key[0] == primary.failure_id \
+                and where["rank"] is None and self.where["rank"] is not None:
+            # the same failure re-anchored on a line that names no rank (a launcher's summary of
+            # it): the rank-bearing line said before stays the one reported
+            where, summary = self.where, self.summary
+        key = (primary.failure_id, where["rank"], where["source"], where["line"])
         collateral = tuple(
             {"failure_id": item.failure_id, "ranks": list(item.ranks), "count": item.count}
             for item in diagnosis.collateral)
         collateral_key = tuple((item["failure_id"], tuple(item["ranks"]), item["count"]) for item in collateral)
-        if key == self.primary_key and collateral_key == self.collateral_key:
+        if key == self.primary_key and {c[:2] for c in collateral_key} == {c[:2] for c in self.collateral_key}:
+            self.collateral_key = collateral_key  # nothing new, or only counts grew: not worth a message
             return None
         kind = "failure" if not self.failure_alerted else "update"
-        if key == self.primary_key and {c[:2] for c in collateral_key} == {c[:2] for c in self.collateral_key}:
-            self.collateral_key = collateral_key  # only counts grew: not worth a message
-            return None
         self.primary_key, self.collateral_key, self.failure_alerted = key, collateral_key, True
-        return self._next(
-            kind=kind, failure_id=primary.failure_id, summary=primary.message,
-            rank=initiating.rank if initiating else None, host=initiating.host if initiating else None,
-            source=initiating.source if initiating else None, line=initiating.line if initiating else None,
-            text=initiating.text if initiating else "", fault_time=initiating.time if initiating else None,
-            confidence=round(primary.confidence, 3), collateral=collateral,
-        )
+        self.where, self.summary = where, summary
+        return self._next(kind=kind, failure_id=primary.failure_id, summary=summary,
+                          confidence=round(primary.confidence, 3), collateral=collateral, **where)
 
     def _unknown(self, diagnosis: Diagnosis, settled: bool) -> Alert | None:
         """Something failed that no entry explains: said once the input has settled."""
@@ -143,3 +144,10 @@ class AlertBook:
             kind="hang", failure_id="hang", summary=summary, rank=first.rank, source=first.source,
             text=first.last_text, ranks=verdict.ranks,
         )
+
+
+def _where(initiating) -> dict:
+    if initiating is None:
+        return {"rank": None, "host": None, "source": None, "line": None, "text": "", "fault_time": None}
+    return {"rank": initiating.rank, "host": initiating.host, "source": initiating.source, "line": initiating.line,
+            "text": initiating.text, "fault_time": initiating.time}

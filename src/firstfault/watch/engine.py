@@ -79,6 +79,9 @@ class LiveEngine:
             return  # JSON that is not an error record (yet: it may still be being written)
         scan = IncrementalScan(self.scanner, InputFile(display=chunk.display, relative=chunk.relative))
         scan.feed(record_as_log(record).encode("utf-8"))
+        path, generation = chunk.key
+        for earlier in range(generation):
+            self.scans.pop((path, earlier), None)
         self.scans[chunk.key] = scan  # a record is rewritten whole: the latest one stands
         self._changed = True
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import glob
 import os
+import stat as stat_module
 from dataclasses import dataclass, field
-from pathlib import Path
 
 READ_BYTES = 4 * 1024 * 1024  # per file per poll: a burst is read over several polls, never all at once
 MAX_PENDING = 64 * 1024  # a partial line longer than this is cut (its tail is dropped)
@@ -81,6 +81,11 @@ class Follower:
                     self._restart(followed, "truncated")
                 continue
             new_path = by_inode.get(followed.inode)
+            if followed.is_record:
+                # a record replaced whole (written aside, then renamed over): read the new one afresh
+                self._close(followed)
+                del self._followed[path]
+                continue
             if new_path is not None and new_path not in self._followed:
                 # renamed inside the watched set: keep reading it where we were
                 del self._followed[path]
@@ -231,6 +236,4 @@ def _walk(root: str):
 
 
 def _is_regular(stat) -> bool:
-    import stat as stat_module
-
     return stat_module.S_ISREG(stat.st_mode)

@@ -41,9 +41,18 @@ def _option(command: list[str], names: tuple[str, ...]) -> str | None:
     return None
 
 
+def _launcher_part(command: list[str]) -> list[str]:
+    """The launcher's own arguments: those before the training script (whose flags are its own)."""
+    for index, argument in enumerate(command[1:], start=1):
+        if argument.endswith(".py") or argument == "--":
+            return command[:index]
+    return command
+
+
 def child_environment(command: list[str], log_dir: Path, base: dict | None = None) -> dict:
     env = dict(os.environ if base is None else base)
-    if is_torchrun(command) and not any(_option(command, (flag,)) is not None for flag in _TORCHRUN_OUTPUT_FLAGS) \
+    launcher = _launcher_part(command)
+    if is_torchrun(command) and not any(_option(launcher, (flag,)) is not None for flag in _TORCHRUN_OUTPUT_FLAGS) \
             and "PET_TEE" not in env and "PET_REDIRECTS" not in env:
         env["PET_TEE"] = "3"
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -53,6 +62,7 @@ def child_environment(command: list[str], log_dir: Path, base: dict | None = Non
 
 def node_rank(command: list[str], env: dict) -> int:
     """This launcher's node rank when the job spans several nodes, else 0."""
+    command = _launcher_part(command)
     nnodes = _option(command, ("--nnodes",)) or env.get("PET_NNODES") or "1"
     if nnodes.split(":")[-1] in ("", "1"):
         return 0

@@ -1,10 +1,10 @@
 """Hang detection from progress lines: which ranks stopped making progress, and which stopped first.
 
-Every new line counts as activity of the rank that wrote it (attributed as the engine does: the
-`[rankN]:` / `[defaultN]:` prefixes, else the file's path). A *progress line* names a step
-("step 41", "iter 41", "Epoch 2 | batch 17"); the numbers it carries order ranks by how far they
-got. A rank takes part once it has printed `min_progress_lines` of them, so a job where only rank 0
-logs its steps is judged by rank 0 alone. A hang is raised when some ranks print no progress for
+A *progress line* names a step ("step 41", "iter 41", "Epoch 2 | batch 17"); it is attributed to
+a rank as the engine attributes lines (the `[rankN]:` / `[defaultN]:` prefixes, else the file's
+path), and the numbers it carries order ranks by how far they got. A rank takes part once it has
+printed `min_progress_lines` of them, so a job where only rank 0 logs its steps is judged by rank 0
+alone. A hang is raised when some ranks print no progress for
 `after_seconds` while others go on, or when all fall silent; then the ranks named are the ones
 that stopped first: the lowest step, else the earliest last progress line.
 """
@@ -23,7 +23,6 @@ SIMULTANEOUS_SECONDS = 0.5  # ranks whose last progress lines are closer than th
 class RankProgress:
     label: str  # "rank 3", or the file's name when no rank is known
     rank: int | None
-    last_line_at: float = 0.0
     last_progress_at: float = 0.0
     progress_lines: int = 0
     position: tuple = ()  # the step numbers of the last progress line
@@ -59,24 +58,23 @@ class ProgressTracker:
         self._progress = re.compile(self.pattern)
 
     def observe(self, data: bytes, display: str, hints: PathHints, now: float, local_offset: int | None = None) -> None:
-        """Note the activity in one chunk of new complete lines of one file."""
+        """Note the progress lines in one chunk of new complete lines of one file."""
         text = data.decode("utf-8", errors="replace")
-        latest: dict[str, tuple[RankProgress, str | None]] = {}
+        if not self._progress.search(text):
+            return
         for line in text.split("\n"):
-            if not line.strip():
-                continue
+            steps = self._progress.findall(line)
+            if not steps:
+                continue  # only progress lines are attributed: the regex is cheap, prefixes are not
             label, rank = self._who(line, display, hints, local_offset)
             entry = self.ranks.get(label)
             if entry is None:
                 entry = self.ranks[label] = RankProgress(label, rank, source=display)
-            entry.last_line_at = now
-            steps = self._progress.findall(line)
-            if steps:
-                entry.progress_lines += 1
-                entry.position = tuple(int(value) for value in steps)
-                entry.last_progress_at = now
-                entry.last_text = line[-300:]
-                entry.source = display
+            entry.progress_lines += 1
+            entry.position = tuple(int(value) for value in steps)
+            entry.last_progress_at = now
+            entry.last_text = line[-300:]
+            entry.source = display
 
     def _who(self, line: str, display: str, hints: PathHints, local_offset: int | None) -> tuple[str, int | None]:
         rank = None

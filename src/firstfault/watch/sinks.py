@@ -42,8 +42,10 @@ def render_alert(alert: Alert) -> str:
         where = f"{alert.source}:{alert.line}" if alert.line else alert.source
         lines.append(f"    at {where}" + (f"  {alert.text.strip()[:300]}" if alert.text and alert.kind != "hang" else ""))
     for item in alert.collateral[:6]:
-        ranks = ", ".join(str(rank) for rank in item["ranks"][:16]) or "?"
-        lines.append(f"    collateral: {item['failure_id']} on rank(s) {ranks} ({item['count']} line(s))")
+        ranks = ", ".join(str(rank) for rank in item["ranks"][:16])
+        more = f" +{len(item['ranks']) - 16}" if len(item["ranks"]) > 16 else ""
+        on = f" on rank(s) {ranks}{more}" if ranks else ""
+        lines.append(f"    collateral: {item['failure_id']}{on} ({item['count']} line(s))")
     return "\n".join(lines) + "\n"
 
 

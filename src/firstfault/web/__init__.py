@@ -5,7 +5,7 @@ Needs the `web` extra; importing this package does not, so the CLI can say what 
 from __future__ import annotations
 
 WEB_REQUIREMENTS = ("fastapi", "uvicorn", "multipart", "jinja2", "platformdirs")
-INSTALL_HINT = "pip install 'firstfault[web]'"
+INSTALL_HINT = "pip install -e '.[web]' in a checkout, or pip install 'firstfault[web]'"
 
 
 def missing_requirements() -> list[str]:

@@ -20,6 +20,7 @@ ERROR_SCHEMA = {
         "status": {"type": "integer"}, "code": {"type": "string"}, "message": {"type": "string"}, "hint": {"type": "string"},
     }}},
 }
+NOT_FOUND = {404: {"description": "no such item, or the history is off", "content": {"application/json": {"schema": ERROR_SCHEMA}}}}
 ERRORS = {
     status: {"description": text, "content": {"application/json": {"schema": ERROR_SCHEMA}}}
     for status, text in (
@@ -106,12 +107,12 @@ def api_entry(request: Request, entry_id: str):
     return entry_to_dict(entry)
 
 
-@router.get("/api/history", tags=["history"], summary="Past diagnoses, newest first")
+@router.get("/api/history", tags=["history"], responses=NOT_FOUND, summary="Past diagnoses, newest first")
 def api_history(request: Request, limit: int = Query(200, ge=1, le=1000)):
     return {"history": [record.summary() for record in _history(request).list(limit)]}
 
 
-@router.get("/api/history/{record_id}", tags=["history"], summary="One past diagnosis (the masked contract)")
+@router.get("/api/history/{record_id}", tags=["history"], responses=NOT_FOUND, summary="One past diagnosis (the masked contract)")
 def api_history_item(request: Request, record_id: int):
     record = _history(request).get(record_id)
     if record is None:
@@ -120,7 +121,7 @@ def api_history_item(request: Request, record_id: int):
     return {**record.summary(), "diagnosis": document}
 
 
-@router.delete("/api/history/{record_id}", tags=["history"], summary="Delete one past diagnosis", status_code=204)
+@router.delete("/api/history/{record_id}", tags=["history"], responses=NOT_FOUND, summary="Delete one past diagnosis", status_code=204)
 def api_history_delete(request: Request, record_id: int):
     if not _history(request).delete(record_id):
         raise InputRejected(404, "not_found", f"no diagnosis {record_id} in the history")
@@ -137,4 +138,5 @@ def api_docs(request: Request):
          "responses": sorted(op.get("responses", {}))}
         for path, methods in schema.get("paths", {}).items() for method, op in methods.items()
     ]
-    return render(request, "api.html", page="api", operations=operations, limits=request.app.state.limits)
+    return render(request, "api.html", page="api", operations=operations, limits=request.app.state.limits,
+                  base=str(request.base_url).rstrip("/"))

@@ -49,7 +49,7 @@ def finish(budget: Budget, mask_hosts: bool, sample: str = "") -> Submission:
     return Submission(files=budget.files, notes=budget.notes, mask_hosts=mask_hosts, sample=sample)
 
 
-async def read_form(request, limits: Limits) -> tuple[list[tuple[str, str | UploadFile]], bool]:
+async def read_form(request, limits: Limits) -> list[tuple[str, str | UploadFile]]:
     """The form's items; multipart uploads are held in memory only."""
     content_type = request.headers.get("content-type", "")
     try:
@@ -72,11 +72,11 @@ async def read_form(request, limits: Limits) -> tuple[list[tuple[str, str | Uplo
         if "Too many files" in exc.message:
             raise malformed("too_many_files", f"more than {limits.max_files} files in one request") from None
         raise malformed("malformed_multipart", f"malformed multipart body: {exc.message}") from None
-    return list(form.multi_items()), True
+    return list(form.multi_items())
 
 
 async def submission_from_form(request, limits: Limits) -> Submission:
-    items, _ = await read_form(request, limits)
+    items = await read_form(request, limits)
     budget = Budget(limits)
     mask_hosts = False
     sample = ""

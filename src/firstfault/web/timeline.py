@@ -68,7 +68,7 @@ def render_timeline(document: dict) -> Markup:
     rows = rows[:MAX_ROWS]
     row_index = {key: index for index, key in enumerate(rows)}
     extra_rows = 1 if quiet else 0
-    height = TOP + ROW_HEIGHT * (len(rows) + extra_rows) + 34
+    height = TOP + ROW_HEIGHT * (len(rows) + extra_rows) + 46
     axis_left, axis_right = LABEL_WIDTH, WIDTH - RIGHT_PAD
     plot_left, plot_right = axis_left + INSET, axis_right - INSET
     plot_width = plot_right - plot_left

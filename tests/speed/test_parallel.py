@@ -1,0 +1,38 @@
+"""Many inputs scanned across processes give what one process gives, in input order."""
+from __future__ import annotations
+
+from firstfault.ingest.sources import expand_inputs
+from firstfault.match import parallel
+from firstfault.match.scanner import Scanner
+
+
+def summary(scans):
+    return [(scan.input.display, [(h.line, h.signature.key, h.time) for h in scan.hits], scan.global_ranks,
+             scan.nccl_hosts, scan.stats.lines, scan.first_time, scan.last_time) for scan in scans]
+
+
+class Recorder:
+    def __init__(self):
+        self.events = []
+
+    def file_started(self, item, index, total):
+        self.events.append(("start", index, total))
+
+    def file_finished(self, scan):
+        self.events.append(("done", scan.input.display))
+
+
+def test_parallel_equals_serial(ranks_corpus, signatures):
+    inputs, _ = expand_inputs([str(ranks_corpus)])
+    inputs = [item for item in inputs if item.path.suffix == ".log"]
+    serial = parallel.scan_files(Scanner(signatures), inputs, workers=1)
+    recorder = Recorder()
+    spread = parallel.scan_files(Scanner(signatures), inputs, recorder, workers=2)
+    assert summary(spread) == summary(serial)
+    assert [event[1] for event in recorder.events if event[0] == "start"] == list(range(len(inputs)))
+    assert [event[1] for event in recorder.events if event[0] == "done"] == [item.display for item in inputs]
+
+
+def test_small_inputs_stay_in_process(ranks_corpus):
+    inputs, _ = expand_inputs([str(ranks_corpus)])
+    assert parallel.worker_count(inputs) == 1  # well under PARALLEL_MIN_BYTES

@@ -1,0 +1,64 @@
+"""Python `re` -> Hyperscan translation: a superset of Python's matches, construct by construct,
+including where bytes and Python's Unicode str semantics differ."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from firstfault.match.translate import ASCII, BYTES, Unsupported, translate
+
+hyperscan = pytest.importorskip("hyperscan")
+
+
+def hyperscan_matches(pattern: str, dialect: str, line: str) -> bool:
+    text, _ = translate(pattern, dialect)
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=[text.encode("latin-1")], ids=[0], elements=1, flags=[hyperscan.HS_FLAG_MULTILINE])
+    found = []
+    database.scan(line.encode("utf-8"), match_event_handler=lambda *args: found.append(args))
+    return bool(found)
+
+
+CASES = [
+    (r"GLOBAL (?P<name>[\w.]+)", ["GLOBAL é.x", "GLOBAL a", "GLOBAL  "]),
+    (r"(?i)loss\b[^,]{0,5}[:=]\s*(?P<value>nan|inf)\b", ["LOSS: NaN", "loſs = inf", "train loss=nan,", "lossy: nan"]),
+    (r"(?i)kernel", ["\u212aernel panic", "KERNEL", "kern"]),
+    (r"\bKilled\b", ["Killed", "éKilled", "Killedé", "xKilled"]),
+    (r"key, (?P<k>.{1,3})\.", ["key, é.", "key, \U0001f600\U0001f600.", "key, abcd."]),
+    (r"a\sb", ["a\x1cb", "a b", "a\u2003b", "ab"]),
+    (r"(?P<w>ab)c(?P=w)", ["abcab", "abcac"]),
+    (r"foo(?=bar)", ["foobar", "foobaz"]),
+    (r"(?<!x)error: ", ["xerror: ", "error: "]),
+    (r"end$", ["the end", "end of it"]),
+    (r"^start", ["start here", "not start"]),
+    (r"x{,2}y\Z", ["xxy", "y", "yz"]),
+    (r"[^\]]+\]", ["é]", "]"]),
+    (r"[^a-z]q", ["éq", "aq", "Kq"]),
+    (r"\d+ GiB", ["12 GiB", "٣ GiB"]),
+    (r"(?i)[a-z]+Error", ["ſError", "xERROR"]),
+]
+
+
+@pytest.mark.parametrize("pattern, lines", CASES)
+def test_translation_is_a_superset(pattern, lines):
+    for line in lines:
+        python = re.search(pattern, line) is not None
+        dialects = (BYTES,) if not line.isascii() else (ASCII, BYTES)
+        for dialect in dialects:
+            try:
+                fast = hyperscan_matches(pattern, dialect, line)
+            except Unsupported:
+                continue
+            if python:
+                assert fast, (pattern, dialect, line)
+
+
+def test_conditionals_are_unsupported():
+    with pytest.raises(Unsupported):
+        translate(r"(a)?(?(1)b|c)", ASCII)
+
+
+def test_patterns_matching_everything_are_unsupported():
+    with pytest.raises(Unsupported):
+        translate(r"x*", ASCII)
