@@ -1,7 +1,7 @@
 """`firstfault.install()`: a structured per-rank error record when a process dies of an exception.
 
 Wraps `sys.excepthook`. On an uncaught exception it writes the record torchelastic's `@record`
-writes (see `watch/error_records.py` for the shape) to `$TORCHELASTIC_ERROR_FILE` when torchrun set
+writes (see `ingest/error_records.py` for the shape) to `$TORCHELASTIC_ERROR_FILE` when torchrun set
 one, and to `<error_dir>/rank<R>.json` when an error folder is given (argument, else
 `$FIRSTFAULT_ERROR_DIR`, which `firstfault run` sets); then it calls the previous hook, so the
 traceback is printed as before. It never raises: a record that cannot be written is skipped.

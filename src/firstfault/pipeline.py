@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from .correlate import correlate
 from .correlate.dumps_join import join_dump_report
+from .ingest.error_records import error_record_input
 from .correlate.ranks import hosts_seen, pid_ranks, ranks_seen, resolve
 from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
@@ -73,6 +74,7 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
         consumed = set(report.consumed)
         inputs = [item for item in inputs if _name_of(item) not in consumed]
         skipped = list(skipped) + [Skipped(path, reason) for path, reason in report.skipped]
+    inputs = [error_record_input(item) or item for item in inputs]  # torchelastic / firstfault error files
     scans = scan_inputs(inputs, kb, observer)
     diagnosis = diagnose_scans(scans, skipped, mask_hosts=mask_hosts)
     return join_dump_report(diagnosis, report)

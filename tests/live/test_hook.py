@@ -9,7 +9,7 @@ import time
 from firstfault.ingest.sources import InputFile
 from firstfault.kb import load_knowledge_base
 from firstfault.watch.engine import LiveEngine
-from firstfault.watch.error_records import error_record_input, parse_error_record, record_as_log
+from firstfault.ingest.error_records import error_record_input, parse_error_record, record_as_log
 from firstfault.watch.follower import Follower
 
 SCRIPT = """

@@ -11,7 +11,7 @@ def test_single_corpus(single_corpus):
     manifest = json.loads((single_corpus / "manifest.json").read_text())
     path = single_corpus / manifest["files"][0]
     data = path.read_bytes()
-    assert 1_400_000 < len(data) < 2_000_000
+    assert 1_400_000 < len(data) < 3_000_000
     assert b"\r" in data and b" NCCL INFO " in data and "█".encode() in data
     assert manifest["planted_text"].encode() in data[manifest["planted_offset"]:]
     diagnosis = diagnose_paths([str(path)])

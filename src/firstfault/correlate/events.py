@@ -12,9 +12,15 @@ INCIDENT_GAP_SECONDS = 30.0
 
 
 def time_key(match: Match) -> tuple:
-    """Order by time; lines without a time go after timed ones, in input order."""
-    origin = match.line.origin
-    return (origin.time if origin.time is not None else math.inf, match.order)
+    """Order by time; lines without a time go after timed ones, in input order. A time known
+    only to the second (torchrun's failure table, syslog) may lie anywhere in that second, so it
+    sorts after precise times of the same second."""
+    time = match.line.origin.time
+    if time is None:
+        return (math.inf, match.order)
+    if time == int(time):
+        time += 0.9995
+    return (time, match.order)
 
 
 # A warning is not where a failure starts: "UserWarning: ... CUDA out of memory" was survived.

@@ -6,12 +6,12 @@
     progress.py      per-rank progress and hang verdicts
     alerts.py        alert values and de-duplication
     sinks.py, webhook.py, metrics.py   terminal, JSON lines, webhook, Prometheus
-    error_records.py torchelastic error files as log text the matcher reads
+    (torchelastic error files are read by ingest/error_records.py)
     launch.py        `firstfault run`: start a command, tee its ranks' output into a log folder
 """
 from .alerts import Alert, AlertBook
 from .engine import LiveEngine
-from .error_records import ErrorRecord, error_record_input, parse_error_record, record_as_log
+from ..ingest.error_records import ErrorRecord, error_record_input, parse_error_record, record_as_log
 from .follower import Chunk, Follower
 
 __all__ = ["Alert", "AlertBook", "Chunk", "ErrorRecord", "Follower", "LiveEngine", "error_record_input",

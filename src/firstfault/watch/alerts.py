@@ -137,7 +137,7 @@ class AlertBook:
         if first.last_text:
             summary += f"; last: {first.last_text.strip()[:160]!r}"
         if verdict.kind == "partial":
-            summary += f"; still progressing: {', '.join(entry.label for entry in verdict.active)}"
+            summary += f"; progressed more recently: {', '.join(entry.label for entry in verdict.active)}"
         elif others:
             summary += f"; then silent too: {', '.join(others)}"
         return self._next(

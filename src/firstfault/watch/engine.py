@@ -15,7 +15,7 @@ from ..kb import load_knowledge_base
 from ..model import Diagnosis
 from ..pipeline import diagnose_scans, scanner_for
 from .alerts import Alert, AlertBook
-from .error_records import parse_error_record, record_as_log
+from ..ingest.error_records import parse_error_record, record_as_log
 from .follower import Chunk
 from .incremental import IncrementalScan
 from .progress import DEFAULT_PROGRESS, ProgressTracker

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..ingest.sources import InputFile
+from .sources import InputFile
 
 MAX_RECORD_BYTES = 4 * 1024 * 1024
 
