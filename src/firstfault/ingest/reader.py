@@ -162,9 +162,11 @@ def _read_chunk(stream, stats: ReadStats) -> bytes:
     """Up to BLOCK_BYTES; a damaged or cut-off stream keeps every byte read before the damage."""
     pieces: list[bytes] = []
     size = 0
+    # a plain file is read in one call (one copy); gzip in pieces, so damage loses little
+    piece_size = READ_PIECE if isinstance(stream, _GzipStream) else BLOCK_BYTES
     while size < BLOCK_BYTES:
         try:
-            piece = stream.read(min(READ_PIECE, BLOCK_BYTES - size))
+            piece = stream.read(min(piece_size, BLOCK_BYTES - size))
         except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
             if stats.bytes == 0 and size == 0 and isinstance(exc, gzip.BadGzipFile) and "corrupt" not in str(exc):
                 raise Unreadable(f"not a valid gzip file ({exc})") from None
@@ -175,11 +177,11 @@ def _read_chunk(stream, stats: ReadStats) -> bytes:
             break
         pieces.append(piece)
         size += len(piece)
-    return b"".join(pieces)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
 def _blocks(stream, stats: ReadStats, decode: bool = True) -> Iterator[Block]:
-    pending = b""
+    pending = b""  # the start of a line whose end is not read yet (never holds a '\n')
     line_number = 1
     first = True
     overlong = False  # inside a line longer than any block: its tail is dropped
@@ -197,28 +199,33 @@ def _blocks(stream, stats: ReadStats, decode: bool = True) -> Iterator[Block]:
             if newline < 0 and chunk:
                 continue
             overlong, chunk = False, chunk[newline:] if newline >= 0 else chunk
-        data = pending + chunk
-        if not chunk and not data:
+        if not chunk:
+            if pending:  # the last line, without a line end
+                yield from _block(pending, line_number, stats, decode)
             return
-        cut = data.rfind(b"\n") + 1 if chunk else len(data)
-        if cut == 0:
+        newline = chunk.rfind(b"\n")
+        if newline < 0:
             # no line end in this chunk: keep the start of the line, drop its tail
+            data = pending + chunk
             if len(data) > MAX_LINE:
                 pending, overlong = data[:MAX_LINE], True
                 stats.long_lines += 1
             else:
                 pending = data
             continue
-        pending, data = data[cut:], data[:cut]
-        if data:
-            data = _cut_long_lines(data[:-1] if data.endswith(b"\n") else data, stats)
-            text = _decode(data, stats) if decode else None
-            count = data.count(b"\n") + 1
-            yield Block(line_number, data, count, text)
-            line_number += count
-            stats.lines += count
-        if not chunk:
-            return
+        # the complete lines, joined without copying the chunk twice, and without the last '\n'
+        data = b"".join((pending, memoryview(chunk)[:newline])) if pending else chunk[:newline]
+        pending = chunk[newline + 1:]
+        line_number = yield from _block(data, line_number, stats, decode)
+
+
+def _block(data: bytes, line_number: int, stats: ReadStats, decode: bool):
+    data = _cut_long_lines(data, stats)
+    text = _decode(data, stats) if decode else None
+    count = data.count(b"\n") + 1
+    yield Block(line_number, data, count, text)
+    stats.lines += count
+    return line_number + count
 
 
 def _looks_binary(sample: bytes) -> bool:
