@@ -14,7 +14,7 @@ RANK_LINES = {
     0: [
         "2026-03-01 10:00:00,100 INFO train: step 10 loss 2.31",
         "2026-03-01 10:00:05,100 INFO train: step 20 loss 2.10",
-        "[E301 10:10:05.500000 4001 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.",
+        "[E0301 10:10:05.500000 4001 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.",
     ],
     1: [
         "2026-03-01 10:00:00,101 INFO train: step 10 loss 2.30",
@@ -28,7 +28,7 @@ RANK_LINES = {
     2: [
         "2026-03-01 10:00:00,102 INFO train: step 10 loss 2.33",
         "2026-03-01 10:00:05,104 INFO train: step 20 loss 2.08",
-        "[E301 10:10:05.600000 4003 ProcessGroupNCCL.cpp:632] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.",
+        "[E0301 10:10:05.600000 4003 ProcessGroupNCCL.cpp:632] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.",
     ],
 }
 

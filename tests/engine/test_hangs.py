@@ -6,9 +6,9 @@ from firstfault.pipeline import diagnose_texts
 
 def _watchdog(rank: int, seq: int, enqueued: int, completed: int, op: str = "ALLREDUCE") -> str:
     return "\n".join([
-        f"[rank{rank}]:[E301 10:12:43.400000 7{rank} ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: "
+        f"[rank{rank}]:[E0301 10:12:43.400000 7{rank} ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: "
         f"WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600043 milliseconds before timing out.",
-        f"[rank{rank}]:[E301 10:12:43.401000 7{rank} ProcessGroupNCCL.cpp:1767] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Exception (either an error or timeout) "
+        f"[rank{rank}]:[E0301 10:12:43.401000 7{rank} ProcessGroupNCCL.cpp:1767] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Exception (either an error or timeout) "
         f"detected by watchdog at work: {seq}, last enqueued NCCL work: {enqueued}, last completed NCCL work: {completed}.",
     ])
 
@@ -30,7 +30,7 @@ def _answer(texts):
 def test_silent_rank_from_nccl_sequence_numbers():
     # rank 2 never enqueued collective 9141: its last work is 9140
     texts = [(f"rank{r}.log", _watchdog(r, 9141, 9141, 9140)) for r in (0, 1, 3)]
-    texts.append(("rank2.log", "[rank2]:[E301 10:12:44.000000 72 ProcessGroupNCCL.cpp:1600] [PG ID 0 PG GUID 0(default_pg) Rank 2] "
+    texts.append(("rank2.log", "[rank2]:[E0301 10:12:44.000000 72 ProcessGroupNCCL.cpp:1600] [PG ID 0 PG GUID 0(default_pg) Rank 2] "
                                "Received a dump signal due to a collective timeout from rank 0 and we will try our best to dump the debug info. "
                                "Last enqueued NCCL work: 9140, last completed NCCL work: 9140."))
     assert _answer(texts) == ("collective-timeout-straggler", 2)

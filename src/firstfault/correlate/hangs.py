@@ -37,13 +37,13 @@ def _op_for(timeout: Match, frames: list[Match]) -> str | None:
     return op if op and op not in ("send", "recv") else None
 
 
-def _is_disconnect(match: Match) -> bool:
+def is_disconnect(match: Match) -> bool:
     return any(word in match.line.text for word in _DISCONNECT_WORDS)
 
 
 def analyse(collateral: list[Match], frames: list[Match], ranks: list[int]) -> HangVerdict | None:
     """A verdict for a failure that shows only collective timeouts / disconnects, or None."""
-    timeouts = [match for match in collateral if match.entry_id == TIMEOUT_ENTRY and not _is_disconnect(match)]
+    timeouts = [match for match in collateral if match.entry_id == TIMEOUT_ENTRY and not is_disconnect(match)]
     if not timeouts:
         return None
     first_by_rank: dict[int | None, Match] = {}
@@ -57,16 +57,19 @@ def analyse(collateral: list[Match], frames: list[Match], ranks: list[int]) -> H
     if len(set(known_ops.values())) > 1:
         return _different_collectives(known_ops, ranks, first_by_rank)
     timed_out = {rank for rank in first_by_rank if rank is not None}
-    missing = [rank for rank in ranks if rank not in timed_out]
-    disconnected = {match.line.origin.rank for match in collateral if _is_disconnect(match)}
-    if len(timed_out) == 1 and disconnected - timed_out:
+    disconnected = {match.line.origin.rank for match in collateral if is_disconnect(match)} - timed_out - {None}
+    if len(timed_out) == 1 and disconnected:
         rank = next(iter(timed_out))
         op = known_ops.get(rank)
         if op == "barrier":
             return HangVerdict("uneven-batches-hang", rank, f"rank {rank} waited alone in {op} while the others were still training", first_by_rank[rank])
-    silent_ranks = [rank for rank in missing if rank not in disconnected]
-    if len(silent_ranks) == 1 and timed_out:
-        rank = silent_ranks[0]
+    missing = [rank for rank in ranks if rank not in timed_out and rank not in disconnected]
+    if len(disconnected) == 1 and not missing:
+        # the late rank was busy elsewhere: when it reached the collective its peers had already given up
+        rank = next(iter(disconnected))
+        return HangVerdict("collective-timeout-straggler", rank, f"rank {rank} reached the collective only after the others had timed out and left", None)
+    if len(missing) == 1 and timed_out:
+        rank = missing[0]
         return HangVerdict("collective-timeout-straggler", rank, f"rank {rank} never joined the collective the others timed out in", None)
     return HangVerdict("collective-timeout-straggler", None, "every rank timed out in the same collective; the logs do not show who was late", timeouts[0])
 

@@ -13,7 +13,8 @@ from ..model import Diagnosis, Evidence, Finding, InputSummary, Match
 from ..placeholders import fill_placeholders
 from .devices import bus_of, rank_for_bus
 from .events import Incident, incidents, line_winners, time_key
-from .hangs import analyse
+from .hangs import TIMEOUT_ENTRY, analyse, is_disconnect
+from .odd_one_out import odd_rank
 
 SPECIFICITY_MARGIN = 0.35  # an incident this much weaker than the strongest one is not the primary
 EVIDENCE_LINES = 8
@@ -43,6 +44,10 @@ def correlate(matches: list[Match], inputs: InputSummary, single_process: bool,
         notes.append(reason)
     if primary is None:
         return _no_primary(winners, matches, inputs, notes)
+    odd = odd_rank([m for m in winners if m.entry_id == primary])
+    if odd is not None and odd != initiating_match.line.origin.rank:
+        initiating_match = min((m for m in winners if m.entry_id == primary and m.line.origin.rank == odd), key=time_key)
+        notes.append(f"every rank reported the disagreement; rank {odd} is the one whose own collective differs from the others'")
     initiating = evidence_of(initiating_match)
     if initiating.rank is None:
         rank, how = _rank_from_elsewhere(matches, initiating_match, single_process, pid_ranks or {})
@@ -122,9 +127,23 @@ def _launcher_failed_rank(matches: list[Match], initiating: Match) -> int | None
     return min(reports, key=time_key).line.origin.rank
 
 
+def _first_timeout(winners: list[Match]) -> tuple | None:
+    timeouts = [m for m in winners if m.entry_id == TIMEOUT_ENTRY and m.role == "collateral"
+                and m.line.origin.time is not None and not is_disconnect(m)]
+    return min(map(time_key, timeouts)) if timeouts else None
+
+
+def _not_after(first_timeout: tuple | None, match: Match) -> bool:
+    """Errors that begin after the first collective timeout are its consequences (store and
+    connection errors of agents whose peers gave up), not a cause."""
+    return first_timeout is None or match.line.origin.time is None or time_key(match) <= first_timeout
+
+
 def _choose_primary(roots: list[Incident], winners: list[Match], matches: list[Match], ranks: list[int]):
     """(failure_id, initiating match, note) or (None, None, note)."""
-    symptoms = [match for match in winners if match.role == "symptom"]
+    first_timeout = _first_timeout(winners)
+    symptoms = [match for match in winners if match.role == "symptom" and _not_after(first_timeout, match)]
+    roots = [incident for incident in roots if _not_after(first_timeout, incident.first)]
     if roots:
         strongest = max(incident.weight for incident in roots)
         eligible = [incident for incident in roots if incident.weight >= strongest - SPECIFICITY_MARGIN]

@@ -40,15 +40,26 @@ class ReadStats:
 class Block:
     """Consecutive complete lines joined by '\\n' (no trailing one); `first_line` is the
     1-based number of the first. `data` is the UTF-8 bytes as read (over-long lines cut);
-    `text` is decoded on first use, undecodable bytes replaced."""
+    `text` is decoded on first use, undecodable bytes replaced. `line_count` is counted on
+    first use too, unless a consumer that counts lines anyway sets it."""
 
-    __slots__ = ("first_line", "data", "line_count", "_text")
+    __slots__ = ("first_line", "data", "_line_count", "_text")
 
-    def __init__(self, first_line: int, data: bytes, line_count: int, text: str | None = None) -> None:
+    def __init__(self, first_line: int, data: bytes, line_count: int | None = None, text: str | None = None) -> None:
         self.first_line = first_line
         self.data = data
-        self.line_count = line_count
+        self._line_count = line_count
         self._text = text
+
+    @property
+    def line_count(self) -> int:
+        if self._line_count is None:
+            self._line_count = self.data.count(b"\n") + 1
+        return self._line_count
+
+    @line_count.setter
+    def line_count(self, count: int) -> None:
+        self._line_count = count
 
     @property
     def text(self) -> str:
@@ -221,18 +232,21 @@ def _blocks(stream, stats: ReadStats, decode: bool = True) -> Iterator[Block]:
 
 def _block(data: bytes, line_number: int, stats: ReadStats, decode: bool):
     data = _cut_long_lines(data, stats)
-    text = _decode(data, stats) if decode else None
-    count = data.count(b"\n") + 1
-    yield Block(line_number, data, count, text)
+    block = Block(line_number, data, None, _decode(data, stats) if decode else None)
+    yield block
+    count = block.line_count  # counted by now if the consumer numbered lines itself
     stats.lines += count
     return line_number + count
+
+
+_TEXT_BYTES = bytes(byte for byte in range(256) if not (byte < 9 or 13 < byte < 32 and byte != 27))
 
 
 def _looks_binary(sample: bytes) -> bool:
     head = sample[:_BINARY_SAMPLE]
     if b"\x00" in head:
         return True
-    control = sum(1 for byte in head if byte < 9 or 13 < byte < 32 and byte != 27)
+    control = len(head.translate(None, _TEXT_BYTES))  # the control bytes that remain
     return control > len(head) * 0.1
 
 

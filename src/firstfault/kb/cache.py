@@ -13,7 +13,6 @@ import hashlib
 import os
 import pickle
 import stat
-import tempfile
 from pathlib import Path
 
 DISABLE_VARIABLE = "FIRSTFAULT_NO_CACHE"
@@ -71,11 +70,28 @@ def cached_check(root: Path, check):
         except Exception:  # a damaged or foreign cache file: rebuild it
             pass
     entries, problems = check(root)
-    _store(path, (entries, problems))
+    _store(path, ([_plain_entry(entry) for entry in entries], problems))
     return entries, problems
 
 
+def _plain(value):
+    """YAML's line-keeping mappings and lists as plain ones: unpickling then needs no YAML."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _plain_entry(entry):
+    from dataclasses import replace
+
+    return replace(entry, data=_plain(entry.data))
+
+
 def _store(path: Path, value) -> None:
+    import tempfile
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")

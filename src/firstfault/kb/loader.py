@@ -5,12 +5,10 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from ..errors import KnowledgeBaseError, Problem, UnknownEntryError
 from ..model import Entry, Signature
-from .schema import check_fields, check_signature
-from .yaml_lines import DuplicateKey, LineDict, line_of, load_with_lines
+# YAML (and the schema checks that use it) are imported where entries are parsed: a run served
+# from the cache (kb/cache.py) never needs them.
 
 ENTRIES_DIR = Path(__file__).parent / "entries"
 
@@ -57,7 +55,11 @@ def entry_files(root: Path = ENTRIES_DIR) -> list[Path]:
     return sorted(root.glob("*/*.yaml"))
 
 
-def _parse(path: Path, label: str) -> tuple[LineDict | None, list[Problem]]:
+def _parse(path: Path, label: str):
+    import yaml
+
+    from .yaml_lines import DuplicateKey, LineDict, load_with_lines
+
     try:
         data = load_with_lines(path.read_text(encoding="utf-8"))
     except DuplicateKey as exc:
@@ -93,6 +95,9 @@ def _build_entry(label: str, data: LineDict) -> Entry:
 
 
 def _check_file(path: Path, root: Path) -> tuple[Entry | None, list[Problem]]:
+    from .schema import check_fields, check_signature
+    from .yaml_lines import line_of
+
     label = _label(path, root)
     data, problems = _parse(path, label)
     if data is None:
@@ -136,6 +141,8 @@ def _check_examples(entry: Entry) -> list[Problem]:
 
 
 def _check_cross_entry(entries: list[Entry]) -> list[Problem]:
+    from .yaml_lines import line_of
+
     problems = []
     ids = {entry.id for entry in entries}
     seen_old: dict[str, str] = {}

@@ -18,7 +18,6 @@ import os
 import re
 from ..model import Signature
 from .literals import is_case_insensitive, required_literal, required_literals
-from .translate import BYTES, Unsupported, translate
 
 ENGINES = ("auto", "hyperscan", "python")
 ENGINE_VARIABLE = "FIRSTFAULT_ENGINE"  # force an engine: hyperscan | python
@@ -84,15 +83,15 @@ class Matcher:
 
     # -- block interface ------------------------------------------------------------------
 
-    def candidate_lines(self, data: bytes) -> tuple[dict[int, set[int]], bool | None, set | None]:
+    def candidate_lines(self, data: bytes) -> tuple[dict[int, set[int]], bool | None, tuple | None]:
         """{line start offset: indices of the signatures that may match there}; whether `data`
-        is valid UTF-8 (None: not checked by this engine); the local ranks L of `[L] NCCL` lines
-        present (None: not listed by this engine)."""
+        is valid UTF-8 (None: not checked by this engine); census hints (None: not given by
+        this engine; see HyperscanEngine.scan)."""
         if self.fast is not None:
-            lines, left_out, valid, nccl_locals = self.fast.scan(data)
+            lines, left_out, valid, census = self.fast.scan(data)
             if left_out:
                 self._python(left_out).add_candidates(data, lines)
-            return lines, valid, nccl_locals
+            return lines, valid, census
         lines: dict[int, set[int]] = {}
         self._python(frozenset(range(len(self.compiled)))).add_candidates(data, lines)
         return lines, None, None
@@ -136,6 +135,8 @@ class _PythonPrefilter:
     translated regex touches when run over the whole block."""
 
     def __init__(self, items: list[tuple[int, CompiledSignature]]) -> None:
+        from .translate import BYTES, Unsupported, translate
+
         exact: set[bytes] = set()
         folded: set[bytes] = set()
         self.literal_items: list[tuple[int, CompiledSignature]] = []

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 import hyperscan
 
-from .translate import ASCII, BYTES, Unsupported, can_match_empty, translate
+ASCII, BYTES = "ascii", "bytes"  # the dialects of translate.py (imported only to compile)
 
-CACHE_VERSION = "3"
+CACHE_VERSION = "4"
 _FLAGS = hyperscan.HS_FLAG_MULTILINE
 # Any byte sequence Python's strict UTF-8 decoder rejects (found in the same pass as the
 # signatures, so checking a block costs nothing extra): bytes never valid, a lead byte without
@@ -49,19 +48,21 @@ def _compile(expressions: list[bytes], ids: list[int], extra: bytes | None = Non
         expressions, ids = expressions + [extra], ids + [INVALID_ID]
         flags = flags + [single]
     if census:
-        expressions = expressions + NCCL_LOCAL_PATTERNS
-        ids = ids + [NCCL_LOCAL_BASE + local for local in range(len(NCCL_LOCAL_PATTERNS))]
-        flags = flags + [single] * len(NCCL_LOCAL_PATTERNS)
+        expressions = expressions + [pattern for _, pattern in CENSUS_PATTERNS]
+        ids = ids + [identifier for identifier, _ in CENSUS_PATTERNS]
+        flags = flags + [single] * len(CENSUS_PATTERNS)
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags)
     return database
 
 
 INVALID_ID = 1 << 30  # the id of INVALID_UTF8 in the bytes database
-# Census helpers, one report per block each: which `[L] NCCL` local ranks occur (0-9; 10 stands
-# for "some local rank of two or three digits", which the scanner then lists itself).
-NCCL_LOCAL_BASE = 1 << 29
-NCCL_LOCAL_PATTERNS = [rb":[0-9]+ \[%d\] NCCL " % local for local in range(10)] + [rb":[0-9]+ \[[0-9]{2,3}\] NCCL "]
+# Census helpers, reported at most once per block each: whether a launcher prefix `[x3]:` may
+# occur, and which local ranks L (0-31) occur in `[L] NCCL` lines.
+CENSUS_BASE = 1 << 29
+BRACKET_ID = CENSUS_BASE + 100
+NCCL_LOCALS = 32
+CENSUS_PATTERNS = [(BRACKET_ID, rb"[0-9]\]:")] + [(CENSUS_BASE + local, rb"\[%d\] NCCL " % local) for local in range(NCCL_LOCALS)]
 
 
 def _compilable(pattern: bytes) -> bool:
@@ -74,6 +75,8 @@ def _compilable(pattern: bytes) -> bool:
 
 def _build(patterns: list[str], dialect: str) -> tuple[hyperscan.Database | None, list[int]]:
     """The database of every translatable pattern, and the indices left to the fallback."""
+    from .translate import Unsupported, can_match_empty, translate
+
     expressions, ids, left_out = [], [], []
     for index, pattern in enumerate(patterns):
         try:
@@ -105,6 +108,8 @@ def _cache_key(patterns: list[str]) -> str:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
@@ -167,9 +172,10 @@ class HyperscanEngine:
         """Indices of signatures the fast engine does not cover in some blocks."""
         return self.fallback_ascii | self.fallback_bytes
 
-    def scan(self, data: bytes) -> tuple[dict[int, set[int]], frozenset, bool, set | None]:
+    def scan(self, data: bytes) -> tuple[dict[int, set[int]], frozenset, bool, tuple[bool, set]]:
         """Candidate lines of `data`, the signature indices this scan did not cover, whether
-        `data` is valid UTF-8, and the `[L] NCCL` local ranks present (None: list them yourself)."""
+        `data` is valid UTF-8, and the census hints: (a `[x3]:` prefix may occur, the local
+        ranks L of `[L] NCCL` that occur)."""
         is_ascii = data.isascii()
         database = self.ascii_db if is_ascii else self.bytes_db
         left_out = self.fallback_ascii if is_ascii else self.fallback_bytes
@@ -183,21 +189,21 @@ class HyperscanEngine:
             database.scan(data, match_event_handler=on_match)
         lines: dict[int, set[int]] = {}
         valid = True
-        nccl_locals: set | None = set()
+        nccl_locals: set = set()
+        bracket = False
         last_line_start, last_end = -1, -1
         for end, index in sorted(ends):
-            if index >= NCCL_LOCAL_BASE:
+            if index >= CENSUS_BASE:
                 if index == INVALID_ID:
                     valid = False
-                elif index - NCCL_LOCAL_BASE < 10:
-                    if nccl_locals is not None:
-                        nccl_locals.add(b"%d" % (index - NCCL_LOCAL_BASE))
+                elif index == BRACKET_ID:
+                    bracket = True
                 else:
-                    nccl_locals = None
+                    nccl_locals.add(index - CENSUS_BASE)
                 continue
             if end != last_end:
                 # the line holding the match's last character
                 last_line_start = data.rfind(b"\n", 0, max(end - 1, 0)) + 1 if end > 0 else 0
                 last_end = end
             lines.setdefault(last_line_start, set()).add(index)
-        return lines, left_out, valid, nccl_locals
+        return lines, left_out, valid, (bracket, nccl_locals)
