@@ -55,16 +55,10 @@ def diagnose_texts(named_texts: Iterable[tuple[str, bytes | str]], *, mask_hosts
 
 
 def scan_inputs(inputs: list[InputFile], kb: KnowledgeBase, observer=None) -> list[FileScan]:
-    scanner = scanner_for(kb)
-    scans = []
-    for index, item in enumerate(inputs):
-        if observer is not None:
-            observer.file_started(item, index, len(inputs))
-        scan = scanner.scan(item)
-        if observer is not None:
-            observer.file_finished(scan)
-        scans.append(scan)
-    return scans
+    """Scan every input; many large files are spread over processes, results in input order."""
+    from .match.parallel import scan_files
+
+    return scan_files(scanner_for(kb), inputs, observer)
 
 
 def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bool, observer, kb) -> Diagnosis:

@@ -144,7 +144,9 @@ def test_paste_a_multi_rank_log(page, server):
     assert "pasted.log:" in page.inner_text("table.evidence")
     assert "Collateral" in page.content()
     page.locator("#fix button.copy").first.click()
-    page.wait_for_function("document.querySelector('#fix button.copy').textContent === 'Copied'")
+    # a selector, not wait_for_function: the page's CSP forbids the eval that a JS predicate needs
+    page.wait_for_selector("#fix button.copy.done", state="attached")
+    assert page.locator("#fix button.copy").first.inner_text() == "Copied"
     assert page.locator("#verify").is_visible()
     shot(page, "02-result-paste")
 

@@ -6,16 +6,19 @@ line alone. Two engines find candidates, and give identical results because both
 superset of the true matches and the same Python confirmation decides:
 
 - `hyperscan` (the `fast` extra): all signatures in one multi-pattern database, linear time;
-- `python`: a literal prefilter (one alternation of every signature's required literals) plus,
-  for the few signatures without a usable literal, their translated regex run over the block.
+- `python`: a literal prefilter (every signature's required literals, as one trie-shaped regex)
+  plus, for the few signatures without a usable literal, their translated regex run over the
+  block.
 
-Blocks are bytes (UTF-8 lines joined by '\\n', '\\r' already replaced by a space); candidates
-are returned as byte offsets of line starts.
+A signature hits a line when its regex matches the line as read and as masked (both with '\\r'
+read as a space); captures come from the masked line. Blocks are bytes (UTF-8 lines joined by
+'\\n', '\\r' already replaced by a space); candidates are byte offsets of line starts.
 """
 from __future__ import annotations
 
 import os
 import re
+
 from ..model import Signature
 from .literals import is_case_insensitive, required_literal, required_literals
 

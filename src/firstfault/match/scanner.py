@@ -254,8 +254,8 @@ def _tune_allocator() -> None:
         return
     m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
     mallopt(m_mmap_threshold, 64 << 20)
-    mallopt(m_trim_threshold, 128 << 20)
-    mallopt(m_top_pad, 16 << 20)
+    mallopt(m_trim_threshold, 32 << 20)
+    mallopt(m_top_pad, 8 << 20)
 
 
 def _valid_utf8(data: bytes) -> bool:
