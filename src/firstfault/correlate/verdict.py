@@ -27,6 +27,7 @@ def evidence_of(match: Match) -> Evidence:
                     signature.entry_id, signature.name, signature.role)
 
 
+CONSEQUENCE_SLACK_SECONDS = 1.0
 SURVIVABLE_WEIGHT = 0.7  # errors this generic can be caught and logged by a healthy run
 SURVIVED_AFTER_LINES = 20
 
@@ -136,7 +137,10 @@ def _first_timeout(winners: list[Match]) -> tuple | None:
 def _not_after(first_timeout: tuple | None, match: Match) -> bool:
     """Errors that begin after the first collective timeout are its consequences (store and
     connection errors of agents whose peers gave up), not a cause."""
-    return first_timeout is None or match.line.origin.time is None or time_key(match) <= first_timeout
+    if first_timeout is None or match.line.origin.time is None:
+        return True
+    # a second of slack: times carried forward from earlier lines are approximate
+    return time_key(match)[0] <= first_timeout[0] + CONSEQUENCE_SLACK_SECONDS
 
 
 def _choose_primary(roots: list[Incident], winners: list[Match], matches: list[Match], ranks: list[int]):

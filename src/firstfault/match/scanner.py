@@ -164,22 +164,24 @@ class Scanner:
         time = self.clock.parse(line[prefix.offset:]) if prefix.offset else self.clock.parse(line)
         inherited = False
         if time is None:
-            time = self._last_time_in(data, start)
+            time = self._last_time_in(data, start, _stream_of(prefix))
             time = carried_time if time is None else time
             inherited = time is not None
         display = _display_text(line)
         for compiled, captures in hits:
             scan.hits.append(RawHit(compiled.signature, captures, line_number, display, prefix, time, inherited))
 
-    def _last_time_in(self, data: bytes, end: int) -> float | None:
-        """The time of the nearest earlier line in this block that carries one."""
+    def _last_time_in(self, data: bytes, end: int, stream: tuple | None = None) -> float | None:
+        """The time of the nearest earlier line in this block that carries one; when the line
+        names its rank (a combined console), only earlier lines of the same rank count."""
         for _ in range(TIME_LOOKBACK_LINES):
             if end <= 0:
                 return None
             start = data.rfind(b"\n", 0, end - 1) + 1
             line = data[start:end].decode("utf-8", "replace")
             prefix = parse_prefix(line) if line[:1] in "[0123456789 (" or ": " in line[:40] else None
-            value = self.clock.parse(line[prefix.offset:] if prefix else line)
+            same_stream = stream is None or (prefix is not None and _stream_of(prefix) == stream)
+            value = self.clock.parse(line[prefix.offset:] if prefix else line) if same_stream else None
             if value is not None:
                 return value
             end = start - 1 if start > 0 else 0
@@ -266,6 +268,15 @@ def _valid_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _stream_of(prefix) -> tuple | None:
+    """Which rank's output a prefixed line belongs to (None when the line names no rank)."""
+    if prefix.rank is None and prefix.local_rank is None:
+        return None
+    # torchrun writes `[default2]:` on every line and `[rank2]:` only on some: the local rank
+    # is the stream when present
+    return (prefix.host, prefix.local_rank if prefix.local_rank is not None else prefix.rank)
 
 
 def _display_text(line: str) -> str:
