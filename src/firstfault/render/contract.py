@@ -15,7 +15,7 @@ def iso_time(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _evidence(evidence: Evidence) -> dict:
+def evidence_to_dict(evidence: Evidence) -> dict:
     return {
         "source": evidence.source,
         "line": evidence.line,
@@ -37,7 +37,7 @@ def _collateral(finding: Finding) -> dict:
         "hosts": list(finding.hosts),
         "count": finding.count,
         "summary": finding.message,
-        "first": _evidence(first) if first else None,
+        "first": evidence_to_dict(first) if first else None,
     }
 
 
@@ -57,7 +57,7 @@ def to_contract(diagnosis: Diagnosis) -> dict:
                 "line": initiating.line if initiating else None,
                 "time": iso_time(initiating.time) if initiating else None,
             },
-            "evidence": [_evidence(item) for item in diagnosis.primary.evidence],
+            "evidence": [evidence_to_dict(item) for item in diagnosis.primary.evidence],
             "fix_values": dict(diagnosis.fix_values),
         }
     inputs = diagnosis.inputs
@@ -80,7 +80,7 @@ def to_contract(diagnosis: Diagnosis) -> dict:
             "cross_file_order": "time" if inputs.timed else "uncertain",
         },
         "notes": list(diagnosis.notes),
-        "error_lines": [_evidence(item) for item in diagnosis.error_lines],
+        "error_lines": [evidence_to_dict(item) for item in diagnosis.error_lines],
     }
 
 

@@ -7,24 +7,15 @@ the timeline can show the whole cascade. Everything in it is already masked by t
 from __future__ import annotations
 
 from ..model import Diagnosis, Evidence
-from ..render.contract import iso_time, to_contract
+from ..render.contract import evidence_to_dict, to_contract
 
 MAX_POINTS = 2000
 
 
 def _point(evidence: Evidence, kind: str, failure_id: str) -> dict:
-    return {
-        "source": evidence.source,
-        "line": evidence.line,
-        "rank": evidence.rank,
-        "host": evidence.host,
-        "time": iso_time(evidence.time),
-        "t": evidence.time,
-        "text": evidence.text,
-        "failure_id": evidence.failure_id or failure_id,
-        "role": evidence.role or None,
-        "kind": kind,
-    }
+    point = evidence_to_dict(evidence)
+    point.pop("signature")
+    return {**point, "t": evidence.time, "failure_id": evidence.failure_id or failure_id, "kind": kind}
 
 
 def timeline_points(diagnosis: Diagnosis) -> list[dict]:
