@@ -55,7 +55,10 @@ def analyse(collateral: list[Match], frames: list[Match], ranks: list[int]) -> H
     if silent is not None:
         return HangVerdict("collective-timeout-straggler", silent, "its collective sequence number is behind the others'", first_by_rank.get(silent))
     if len(set(known_ops.values())) > 1:
-        return _different_collectives(known_ops, ranks, first_by_rank)
+        # ranks only disconnected were waiting in a collective too: they tell which side is the odd one
+        disconnects = _first_disconnects(collateral)
+        ops = {rank: op for rank, match in disconnects.items() if (op := _op_for(match, frames))}
+        return _different_collectives({**ops, **known_ops}, {**disconnects, **first_by_rank})
     timed_out = {rank for rank in first_by_rank if rank is not None}
     disconnected = {match.line.origin.rank for match in collateral if is_disconnect(match)} - timed_out - {None}
     if len(timed_out) == 1 and disconnected:
@@ -74,17 +77,32 @@ def analyse(collateral: list[Match], frames: list[Match], ranks: list[int]) -> H
     return HangVerdict("collective-timeout-straggler", None, "every rank timed out in the same collective; the logs do not show who was late", timeouts[0])
 
 
-def _different_collectives(known_ops: dict, ranks: list[int], first_by_rank: dict) -> HangVerdict:
+def _first_disconnects(collateral: list[Match]) -> dict[int, Match]:
+    first: dict[int, Match] = {}
+    for match in collateral:
+        if match.line.origin.rank is not None and is_disconnect(match):
+            first.setdefault(match.line.origin.rank, match)
+    return first
+
+
+def _different_collectives(known_ops: dict, first_by_rank: dict) -> HangVerdict:
     groups: dict[str, list] = defaultdict(list)
     for rank, op in known_ops.items():
         groups[op].append(rank)
+    if "barrier" in groups and len(groups) == 2 and any(op in BACKWARD_OPS for op in groups):
+        # uneven data: the odd side is the smaller one, and the ranks whose data ran out first
+        # (at the epoch-end barrier) on a tie
+        early = sorted(groups["barrier"])
+        late = sorted(next(members for op, members in groups.items() if op != "barrier"))
+        odd = early if len(early) <= len(late) else late
+        single = odd[0] if len(odd) == 1 else None
+        reason = (f"ranks {early} reached the end-of-epoch barrier while ranks {late} were still in the backward all-reduce"
+                  + ("" if odd is early else f": ranks {late} had more batches"))
+        return HangVerdict("uneven-batches-hang", single, reason, first_by_rank.get(single))
     counts = Counter({op: len(members) for op, members in groups.items()})
     minority_op, minority_size = counts.most_common()[-1]
     majority_op = counts.most_common(1)[0][0]
-    minority = groups[minority_op]
-    single = minority[0] if minority_size == 1 and counts[majority_op] > 1 else None
-    if minority_op == "barrier" and majority_op in BACKWARD_OPS:
-        return HangVerdict("uneven-batches-hang", single, f"ranks {sorted(minority)} reached the end-of-epoch barrier while the others were still in the backward all-reduce", first_by_rank.get(single))
+    single = groups[minority_op][0] if minority_size == 1 and counts[majority_op] > 1 else None
     described = "; ".join(f"{op}: ranks {sorted(members)}" for op, members in sorted(groups.items()))
     return HangVerdict("collective-mismatch", single, f"ranks were in different collectives ({described})", first_by_rank.get(single) or next(iter(first_by_rank.values())))
 

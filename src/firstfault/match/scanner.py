@@ -59,8 +59,16 @@ class FileScan:
     local_to_global: Counter = field(default_factory=Counter)
     nccl_hosts: dict = field(default_factory=dict)  # local rank -> host
     first_time: float | None = None
-    last_time: float | None = None
+    last_time: float | None = None  # of the last timed line read so far, any stream
+    stream_times: dict = field(default_factory=dict)  # rank stream -> its last time read so far
     error: str = ""
+
+    def resumed(self, item: InputFile) -> "FileScan":
+        """An empty scan of more of the same file: it carries this one's times and rank census,
+        so lines without a time of their own inherit what a single pass would give them."""
+        return FileScan(input=item, hints=self.hints, global_ranks=set(self.global_ranks),
+                        local_ranks=set(self.local_ranks), first_time=self.first_time,
+                        last_time=self.last_time, stream_times=dict(self.stream_times))
 
 
 class Scanner:
@@ -79,14 +87,15 @@ class Scanner:
     def __setstate__(self, state) -> None:
         self.__init__(state["signatures"], state["engine"])
 
-    def scan(self, item: InputFile) -> FileScan:
-        scan = FileScan(input=item, hints=hints_from_path(item.relative))
-        carried_time: float | None = None
+    def scan(self, item: InputFile, resume: FileScan | None = None) -> FileScan:
+        """Scan one input; `resume` is the scan of the same file's earlier part (a file that
+        grows, read chunk by chunk), whose times and census carry into this one."""
+        scan = resume.resumed(item) if resume is not None else FileScan(input=item, hints=hints_from_path(item.relative))
         try:
             for block in read_blocks(item, scan.stats, decode=False):
                 if len(block.data) > BIG_BLOCK:
                     _tune_allocator()
-                carried_time = self._scan_block(block, scan, carried_time)
+                self._scan_block(block, scan)
                 if self.on_block is not None:
                     self.on_block(len(block.data) + 1)
         except Unreadable as exc:
@@ -117,7 +126,7 @@ class Scanner:
         if new_locals:
             _nccl_census(data, new_locals, scan.nccl_hosts)
 
-    def _scan_block(self, block: Block, scan: FileScan, carried_time: float | None) -> float | None:
+    def _scan_block(self, block: Block, scan: FileScan) -> None:
         data = block.data
         scan_data = data.replace(b"\r", b" ") if b"\r" in data else data
         candidates, valid, hints = self.matcher.candidate_lines(scan_data)
@@ -141,19 +150,24 @@ class Scanner:
             counted_to = start
             end = data.find(b"\n", start)
             raw_line = (data[start:] if end < 0 else data[start:end]).decode("utf-8", "replace")
-            self._match_line(raw_line, candidates[start], line_number, data, start, scan, carried_time)
+            self._match_line(raw_line, candidates[start], line_number, data, start, scan)
         if newlines is not None:
             block.line_count = newlines + 1
-        block_time = self._last_time_in(data, len(data))
-        if block_time is not None:
-            carried_time = block_time
-            scan.last_time = block_time
-            if scan.first_time is None:
-                scan.first_time = self._first_time_in(data)
-        return carried_time
+        self._carry_times(data, scan)
 
-    def _match_line(self, raw_line: str, indices, line_number: int, data: bytes, start: int, scan: FileScan,
-                    carried_time) -> None:
+    def _carry_times(self, data: bytes, scan: FileScan) -> None:
+        """Remember the block's last time, overall and per rank stream, for the lines of later
+        blocks that carry no time of their own."""
+        block_time = self._last_time_in(data, len(data))
+        if block_time is None:
+            return
+        scan.last_time = block_time
+        if scan.first_time is None:
+            scan.first_time = self._first_time_in(data)
+        scan.stream_times.update(self._stream_times_before(data, len(data)))
+
+    def _match_line(self, raw_line: str, indices, line_number: int, data: bytes, start: int,
+                    scan: FileScan) -> None:
         line = mask_secrets(raw_line)
         searched = raw_line.replace("\r", " ")
         masked = searched if line == raw_line else line.replace("\r", " ")
@@ -164,12 +178,41 @@ class Scanner:
         time = self.clock.parse(line[prefix.offset:]) if prefix.offset else self.clock.parse(line)
         inherited = False
         if time is None:
-            time = self._last_time_in(data, start, _stream_of(prefix))
-            time = carried_time if time is None else time
+            time = self._inherited_time(data, start, prefix, scan)
             inherited = time is not None
         display = _display_text(line)
         for compiled, captures in hits:
             scan.hits.append(RawHit(compiled.signature, captures, line_number, display, prefix, time, inherited))
+
+    def _inherited_time(self, data: bytes, start: int, prefix: LinePrefix, scan: FileScan) -> float | None:
+        """The time of a line that carries none: that of the nearest earlier timed line of the
+        same rank stream. In a file of one rank (or none) every earlier line is that rank's; in a
+        console of several, another rank's time (or the launcher's, written after the fault) would
+        misplace the line, so only the same rank's lines count."""
+        stream = _stream_of(prefix)
+        if len(scan.global_ranks | scan.local_ranks) <= 1:
+            stream = None
+        time = self._last_time_in(data, start, stream)
+        if time is not None:
+            return time
+        return scan.last_time if stream is None else scan.stream_times.get(stream)
+
+    def _stream_times_before(self, data: bytes, end: int) -> dict:
+        """The last time of each rank stream among the block's final lines."""
+        times: dict = {}
+        for _ in range(TIME_LOOKBACK_LINES):
+            if end <= 0:
+                break
+            start = data.rfind(b"\n", 0, end - 1) + 1
+            line = data[start:end].decode("utf-8", "replace")
+            prefix = parse_prefix(line)
+            stream = _stream_of(prefix)
+            if stream is not None and stream not in times:
+                value = self.clock.parse(line[prefix.offset:])
+                if value is not None:
+                    times[stream] = value
+            end = start - 1 if start > 0 else 0
+        return times
 
     def _last_time_in(self, data: bytes, end: int, stream: tuple | None = None) -> float | None:
         """The time of the nearest earlier line in this block that carries one; when the line

@@ -2,8 +2,8 @@
 
 Each chunk is scanned with `Scanner.scan` on an in-memory input (the scanner's public entry
 point), then its hits and census are merged into one accumulated `FileScan` per file, with line
-numbers shifted to the chunk's place in the file and times carried across chunks as a full scan
-carries them across blocks. `pipeline.diagnose_scans` then correlates the accumulated scans as it
+numbers shifted to the chunk's place in the file; each chunk resumes from the accumulated scan's
+times, as a full scan carries them from block to block. `pipeline.diagnose_scans` then correlates the accumulated scans as it
 correlates those of `diagnose`.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ class IncrementalScan:
             return []
         line_count = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
         chunk_input = InputFile(display=self.scan.input.display, relative=self.scan.input.relative, content=data)
-        chunk = self.scanner.scan(chunk_input)
+        chunk = self.scanner.scan(chunk_input, resume=self.scan)
         first_line = self.next_line
         self.next_line += line_count
         stats = self.scan.stats
@@ -48,12 +48,9 @@ class IncrementalScan:
         self._merge_census(chunk)
         return new_hits
 
-    def _placed(self, hit: RawHit, first_line: int) -> RawHit:
-        hit = replace(hit, line=hit.line + first_line - 1)
-        if hit.time is None and self.scan.last_time is not None:
-            # a full scan carries the last time seen across blocks; so do chunks
-            hit = replace(hit, time=self.scan.last_time, time_inherited=True)
-        return hit
+    @staticmethod
+    def _placed(hit: RawHit, first_line: int) -> RawHit:
+        return replace(hit, line=hit.line + first_line - 1)
 
     def _merge_census(self, chunk: FileScan) -> None:
         scan = self.scan
@@ -62,10 +59,10 @@ class IncrementalScan:
         scan.local_to_global.update(chunk.local_to_global)
         for local, host in chunk.nccl_hosts.items():
             scan.nccl_hosts.setdefault(local, host)
-        if scan.first_time is None:
-            scan.first_time = chunk.first_time
-        if chunk.last_time is not None:
-            scan.last_time = chunk.last_time
+        # the chunk started from this scan's times (see FileScan.resumed): its are the latest
+        scan.first_time = chunk.first_time
+        scan.last_time = chunk.last_time
+        scan.stream_times = chunk.stream_times
 
     def rename(self, display: str) -> None:
         """The file was renamed (rotation inside a watched folder): reports name it by its new path."""
