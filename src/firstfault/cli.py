@@ -8,28 +8,31 @@ import sys
 from . import __version__
 from .errors import FirstfaultError
 
-# Each module registers its subcommands; keep this list the only place that names them.
-COMMAND_MODULES = (
-    "diagnose",
-    "encyclopedia",
-    "kbcheck",
-    "evaluate",
-    "lab",
-    "serve",
-    "live",
-)
+# Each module registers its subcommands; keep this table the only place that names them.
+# Only the module of the command given is imported (a tiny log is answered in a fraction of a
+# second); `firstfault --help`, or an unknown command, imports them all to list them.
+COMMAND_MODULES = {
+    "diagnose": ("diagnose",),
+    "encyclopedia": ("explain", "list", "search", "compare"),
+    "kbcheck": ("kb",),
+    "evaluate": ("eval",),
+    "lab": ("lab",),
+    "serve": ("serve",),
+    "live": ("watch", "run"),
+}
 
 EXIT_OK, EXIT_FAILURE_FOUND, EXIT_TOOL_ERROR = 0, 1, 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the arguments, with only the subcommand they name registered."""
     parser = argparse.ArgumentParser(
         prog="firstfault",
         description="Find the first fault in the logs of a failed (distributed) training run.",
     )
     parser.add_argument("--version", action="version", version=f"firstfault {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in _modules_for(argv):
         try:
             module = importlib.import_module(f".commands.{name}", __package__)
         except ModuleNotFoundError as exc:
@@ -40,8 +43,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _modules_for(argv: list[str] | None) -> list[str]:
+    command = next((arg for arg in argv if not arg.startswith("-")), None) if argv is not None else None
+    named = [module for module, commands in COMMAND_MODULES.items() if command in commands]
+    return named or list(COMMAND_MODULES)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

@@ -176,3 +176,21 @@ def test_pyspy_native_frames_are_library_code():
     (stack,) = parse_stack_text(PYSPY_NATIVE, "pyspy_rank0.txt", 0)
     assert stack.main.frames[0] == Frame("clock_nanosleep", "libc.so.6", 0)
     assert describe(stack.main.frames) == "clock_nanosleep (libc.so.6) called from load (sl.py:4)"
+
+
+def test_quick_check_never_rejects_a_stack_line(sleep_case, op_case):
+    """The byte-level pre-check of looks_like_stacks is a necessary condition: every line the
+    header and frame patterns accept (real captures, prefixed or not, and the odd shapes) passes it."""
+    from firstfault.dumps.stacks import _ANY_STACK_LINE, _frame, _is_header, _strip_prefix
+
+    lines = [line for case in (sleep_case, op_case) for path in files(case, "*.txt")
+             for line in open(path, encoding="utf-8").read().splitlines()]
+    lines += ['Thread 0x00007f3a [pt_main] (most recent call first):', 'Stack (most recent call first):',
+              '    forward (x) (model.py:3)', '    <module> (<string>)', '  #0 all_reduce from c10d.py:12',
+              'Process 4242: python train.py', '[rank3]:   File "a \\"b\\".py", line 9 in step']
+    accepted = [line for line in lines if _is_header(_strip_prefix(line)[1]) or _frame(_strip_prefix(line)[1])]
+    assert len(accepted) > 50
+    for line in accepted:
+        for ending in ("", "\n", "\r\n", "  \n"):
+            assert _ANY_STACK_LINE.search((line + ending).encode()), line
+    assert not _ANY_STACK_LINE.search(b"2026-12-02 INFO step 3 loss 0.5\n[rank0]: epoch 1 done\n")
