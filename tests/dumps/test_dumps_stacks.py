@@ -181,7 +181,7 @@ def test_pyspy_native_frames_are_library_code():
 def test_quick_check_never_rejects_a_stack_line(sleep_case, op_case):
     """The byte-level pre-check of looks_like_stacks is a necessary condition: every line the
     header and frame patterns accept (real captures, prefixed or not, and the odd shapes) passes it."""
-    from firstfault.dumps.stacks import _ANY_STACK_LINE, _frame, _is_header, _strip_prefix
+    from firstfault.dumps.stacks import _frame, _is_header, _strip_prefix, may_hold_stack_lines
 
     lines = [line for case in (sleep_case, op_case) for path in files(case, "*.txt")
              for line in open(path, encoding="utf-8").read().splitlines()]
@@ -192,5 +192,5 @@ def test_quick_check_never_rejects_a_stack_line(sleep_case, op_case):
     assert len(accepted) > 50
     for line in accepted:
         for ending in ("", "\n", "\r\n", "  \n"):
-            assert _ANY_STACK_LINE.search((line + ending).encode()), line
-    assert not _ANY_STACK_LINE.search(b"2026-12-02 INFO step 3 loss 0.5\n[rank0]: epoch 1 done\n")
+            assert may_hold_stack_lines((line + ending).encode()), line
+    assert not may_hold_stack_lines(b"2026-12-02 INFO step 3 loss 0.5\n[rank0]: epoch 1 done\n")

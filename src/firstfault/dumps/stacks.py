@@ -31,12 +31,23 @@ _FH_STACK = re.compile(r"^Stack \(most recent call first\):\s*$")
 _FH_FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (.+?)\s*$')
 _TORCH_FRAME = re.compile(r"^\s*#(\d+) (.+?) from (.+?):(\d+)\s*$")
 _PROCESS = re.compile(r"^Process \d+: ")
-# Every header or frame line above contains one of these: a head without any is no stack dump,
-# decided at C speed (discovery looks at the head of every input, thousands on a large job).
-_ANY_STACK_LINE = re.compile(
-    rb"Thread (?:0x[0-9A-Fa-f]+|\d+) \(|\(most recent call first\)|Process \d+: "
-    rb'|File "[^\n]+", line \d+ in |#\d+ [^\n]*? from [^\n]*?:\d+'
-    rb"|    \S[^\n]*? \([^()\n]+\)[ \t]*(?:[\r\n\x0b\x0c\x1c-\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]|$)")
+# Every header or frame line above contains a match of one of these: a head with none is no
+# stack dump, decided at C speed (discovery looks at the head of every input, thousands on a
+# large job). The pattern runs only where its literals are found by a plain substring search.
+_STACK_LINE_HINTS = tuple((literals, re.compile(pattern)) for literals, pattern in (
+    ((b"Thread ",), rb"Thread (?:0x[0-9A-Fa-f]+|\d+) \("),
+    ((b"(most recent call first)",), rb"\(most recent call first\)"),
+    ((b"Process ",), rb"Process \d+: "),
+    ((b'", line ',), rb'", line \d+ in '),
+    ((b"#", b" from "), rb"#\d+ [^\n]*? from [^\n]*?:\d+"),
+    # a py-spy frame: four spaces, and a line that ends in a parenthesis
+    ((b"    ", b")"), rb"\)[ \t]*(?:[\r\n\x0b\x0c\x1c-\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]|$)"),
+))
+
+
+def may_hold_stack_lines(data: bytes) -> bool:
+    return any(all(literal in data for literal in literals) and pattern.search(data)
+               for literals, pattern in _STACK_LINE_HINTS)
 
 
 @dataclass(frozen=True)
@@ -65,7 +76,7 @@ class RankStack:
 
 def looks_like_stacks(head: bytes) -> bool:
     """True when most non-empty lines of the first bytes are stack-dump lines."""
-    if not _ANY_STACK_LINE.search(head):
+    if not may_hold_stack_lines(head):
         return False
     lines = [_strip_prefix(line)[1] for line in head.decode("utf-8", "replace").splitlines()]
     lines = [line for line in lines if line.strip()][:400]

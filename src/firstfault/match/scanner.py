@@ -102,17 +102,18 @@ class Scanner:
             scan.error = str(exc)
         return scan
 
-    def _census(self, data: bytes, scan: FileScan, hints: tuple | None) -> None:
+    def _census(self, block: Block, scan: FileScan, hints: tuple | None) -> None:
         """Launcher prefixes and NCCL hosts of a block. `hints` (from the fast engine) says
         whether a `[x3]:` prefix may occur and which `[L] NCCL` local ranks occur; without them
         the same is found here, more slowly. Either way the same code below decides."""
+        data = block.data
         if hints is None:
             bracket = b"]:" in data
             nccl_locals = {int(local) for local in set(_NCCL_LOCAL.findall(data))} if b"] NCCL " in data else set()
         else:
             bracket, nccl_locals = hints
         if bracket:
-            for role, local, global_rank in _prefix_census(data):
+            for role, local, global_rank in _prefix_census(block):
                 if role == b"rank":
                     scan.global_ranks.add(int(local))
                     continue
@@ -134,7 +135,7 @@ class Scanner:
             valid = _valid_utf8(data)
         if not valid:
             scan.stats.invalid_utf8 = True
-        self._census(data, scan, hints)
+        self._census(block, scan, hints)
         # number candidate lines with one pass over the block in all: count from the previous
         # candidate or back from the block's end, whichever is shorter (hits cluster at the end)
         size = len(data)
@@ -145,14 +146,12 @@ class Scanner:
                 line_number += data.count(b"\n", counted_to, start)
             else:
                 if newlines is None:
-                    newlines = data.count(b"\n", counted_to) + (line_number - block.first_line)
+                    newlines = block.line_count - 1  # counted once per block (the census may have)
                 line_number = block.first_line + newlines - data.count(b"\n", start)
             counted_to = start
             end = data.find(b"\n", start)
             raw_line = (data[start:] if end < 0 else data[start:end]).decode("utf-8", "replace")
             self._match_line(raw_line, candidates[start], line_number, data, start, scan)
-        if newlines is not None:
-            block.line_count = newlines + 1
         self._carry_times(data, scan)
 
     def _carry_times(self, data: bytes, scan: FileScan) -> None:
@@ -164,7 +163,8 @@ class Scanner:
         scan.last_time = block_time
         if scan.first_time is None:
             scan.first_time = self._first_time_in(data)
-        scan.stream_times.update(self._stream_times_before(data, len(data)))
+        if _several_streams(scan):  # else every line inherits the file's last time (see _inherited_time)
+            scan.stream_times.update(self._stream_times_before(data, len(data)))
 
     def _match_line(self, raw_line: str, indices, line_number: int, data: bytes, start: int,
                     scan: FileScan) -> None:
@@ -189,9 +189,7 @@ class Scanner:
         same rank stream. In a file of one rank (or none) every earlier line is that rank's; in a
         console of several, another rank's time (or the launcher's, written after the fault) would
         misplace the line, so only the same rank's lines count."""
-        stream = _stream_of(prefix)
-        if len(scan.global_ranks | scan.local_ranks) <= 1:
-            stream = None
+        stream = _stream_of(prefix) if _several_streams(scan) else None
         time = self._last_time_in(data, start, stream)
         if time is not None:
             return time
@@ -245,14 +243,15 @@ class Scanner:
         return None
 
 
-def _prefix_census(data: bytes) -> set:
+def _prefix_census(block: Block) -> set:
     """Distinct (role, local, global) launcher prefixes of a block's lines."""
+    data = block.data
     first = _CENSUS.match(b"\n" + data[:512])
     if first is not None:
         # one prefix on every line (a per-rank file): two substring counts prove it
         prefix = first.group(0)
         extends = first.group(3) is None and b"[rank" in data and data.count(prefix + b"[rank") > 0
-        if not extends and data.startswith(prefix[1:]) and data.count(prefix) == data.count(b"\n"):
+        if not extends and data.startswith(prefix[1:]) and data.count(prefix) == block.line_count - 1:
             return {first.groups(default=b"")}
     found = set(_CENSUS.findall(data))
     head = _CENSUS.match(b"\n" + data[:512])
@@ -311,6 +310,11 @@ def _valid_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _several_streams(scan: FileScan) -> bool:
+    """Whether the file interleaves the output of several ranks (a combined console)."""
+    return len(scan.global_ranks | scan.local_ranks) > 1
 
 
 def _stream_of(prefix) -> tuple | None:
