@@ -70,8 +70,8 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
         skipped = list(skipped) + [Skipped(path, reason) for path, reason in report.skipped]
     inputs = [error_record_input(item) or item for item in inputs]  # torchelastic / firstfault error files
     scans = scan_inputs(inputs, kb, observer)
-    diagnosis = diagnose_scans(scans, skipped, mask_hosts=mask_hosts)
-    return join_dump_report(diagnosis, report)
+    diagnosis = join_dump_report(diagnose_scans(scans, skipped), report)
+    return _mask_hosts(diagnosis) if mask_hosts else diagnosis  # after the join: dump notes name files too
 
 
 def _name_of(item: InputFile) -> str:
@@ -147,9 +147,12 @@ def _mask_hosts(diagnosis: Diagnosis) -> Diagnosis:
                   for key, value in diagnosis.fix_values.items()}
     inputs = replace(diagnosis.inputs, hosts=tuple(masker.pseudonym(h) for h in diagnosis.inputs.hosts),
                      files=tuple(masker.mask_text(f, hosts) for f in diagnosis.inputs.files),
-                     skipped=tuple(replace(s, source=masker.mask_text(s.source, hosts)) for s in diagnosis.inputs.skipped))
+                     skipped=tuple(replace(s, source=masker.mask_text(s.source, hosts), reason=masker.mask_text(s.reason, hosts))
+                                   for s in diagnosis.inputs.skipped))
     return replace(
         diagnosis, primary=finding(diagnosis.primary), initiating=evidence(diagnosis.initiating),
-        collateral=tuple(finding(item) for item in diagnosis.collateral), inputs=inputs,
+        collateral=tuple(finding(item) for item in diagnosis.collateral),
+        candidates=tuple(finding(item) for item in diagnosis.candidates), inputs=inputs,
+        notes=tuple(masker.mask_text(note, hosts) for note in diagnosis.notes),
         error_lines=tuple(evidence(e) for e in diagnosis.error_lines), fix_values=fix_values,
     )

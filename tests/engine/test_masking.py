@@ -67,3 +67,30 @@ def test_hosts_are_pseudonymised_only_with_mask_hosts(tmp_path):
     assert '"host": "dgx-a100-18"' in plain
     assert "dgx-a100-18" not in masked.replace(str(tmp_path), "")
     assert '"host": "host-' in masked
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown", "terminal"])
+def test_mask_hosts_leaves_no_host_in_any_output(tmp_path, fmt):
+    """Hosts named in folder names, NCCL lines and launcher prefixes of a two-node job: with
+    --mask-hosts none of them appears anywhere in a report (files, evidence, notes, candidates)."""
+    hosts = ("gpu-node-a17", "gpu-node-b03")
+    for node, host in enumerate(hosts):
+        folder = tmp_path / host
+        folder.mkdir()
+        for local in range(2):
+            rank = node * 2 + local
+            lines = [f"{host}:{4100 + local}:{4100 + local} [{local}] NCCL INFO Bootstrap : Using eth0:10.1.{node}.7<0>"]
+            if rank == 3:
+                lines += [f"[rank{rank}]: RuntimeError: CUDA error: an illegal memory access was encountered"]
+            else:
+                lines += [f"[rank{rank}]:[E1202 10:00:{10 + rank}.000000000 ProcessGroupNCCL.cpp:632] [Rank {rank}] "
+                          f"Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, "
+                          f"NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out."]
+            (folder / f"rank{rank}.log").write_text("\n".join(lines) + "\n")
+    plain = run_cli("diagnose", str(tmp_path), "--format", fmt).stdout.decode()
+    masked = run_cli("diagnose", str(tmp_path), "--format", fmt, "--mask-hosts").stdout.decode()
+    assert any(host in plain for host in hosts)
+    scrubbed = masked.replace(str(tmp_path), "")
+    for leaked in hosts + ("10.1.0.7", "10.1.1.7"):
+        assert leaked not in scrubbed, leaked
+    assert "host-" in scrubbed
