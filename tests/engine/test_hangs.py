@@ -58,3 +58,28 @@ def test_one_rank_alone_in_the_end_of_epoch_barrier_is_uneven_batches():
     texts = [(f"rank{r}.log", backward.format(r=r)) for r in (0, 1, 3)]
     texts.append(("rank2.log", _gloo_timeout(2, "barrier")))
     assert _answer(texts) == ("uneven-batches-hang", 2)
+
+
+_BACKWARD_FRAMES = "\n".join([
+    "[rank{r}]: Traceback (most recent call last):",
+    '[rank{r}]:   File "/opt/venv/lib/python3.11/site-packages/torch/autograd/graph.py", line 829, in _engine_run_backward',
+    "[rank{r}]:     return Variable._execution_engine.run_backward(  # Calls into the C++ engine",
+])
+_BACKWARD_TIMEOUT = _BACKWARD_FRAMES + "\n[rank{r}]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 4000ms for recv operation to complete"
+_BACKWARD_DISCONNECT = _BACKWARD_FRAMES + "\n[rank{r}]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:4242"
+_BARRIER_DISCONNECT = _gloo_timeout(2, "barrier").replace(
+    "[/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 30000ms for recv operation to complete",
+    "[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:4243")
+
+
+def test_uneven_batches_whoever_timed_out_first():
+    """Which ranks time out and which only lose their peer is a race; the rank whose data ran out
+    (alone at the epoch-end barrier) is named either way."""
+    # the barrier rank timed out; one backward rank timed out too, the other only lost its peer (1:1 tie)
+    tie = [("rank0.log", _BACKWARD_DISCONNECT.format(r=0)), ("rank1.log", _BACKWARD_TIMEOUT.format(r=1)),
+           ("rank2.log", _gloo_timeout(2, "barrier"))]
+    assert _answer(tie) == ("uneven-batches-hang", 2)
+    # the backward ranks timed out first; the barrier rank only saw them leave
+    late = [("rank0.log", _BACKWARD_TIMEOUT.format(r=0)), ("rank1.log", _BACKWARD_TIMEOUT.format(r=1)),
+            ("rank2.log", _BARRIER_DISCONNECT)]
+    assert _answer(late) == ("uneven-batches-hang", 2)

@@ -54,11 +54,12 @@ def analyse(collateral: list[Match], frames: list[Match], ranks: list[int]) -> H
     silent = _silent_by_sequence(timeouts)
     if silent is not None:
         return HangVerdict("collective-timeout-straggler", silent, "its collective sequence number is behind the others'", first_by_rank.get(silent))
-    if len(set(known_ops.values())) > 1:
-        # ranks only disconnected were waiting in a collective too: they tell which side is the odd one
-        disconnects = _first_disconnects(collateral)
-        ops = {rank: op for rank, match in disconnects.items() if (op := _op_for(match, frames))}
-        return _different_collectives({**ops, **known_ops}, {**disconnects, **first_by_rank})
+    # ranks only disconnected were waiting in a collective too (the one their peers gave up in,
+    # had they all called the same): their collective tells which side is the odd one
+    disconnects = _first_disconnects(collateral)
+    every_op = {**{rank: op for rank, match in disconnects.items() if (op := _op_for(match, frames))}, **known_ops}
+    if len(set(every_op.values())) > 1:
+        return _different_collectives(every_op, {**disconnects, **first_by_rank})
     timed_out = {rank for rank in first_by_rank if rank is not None}
     disconnected = {match.line.origin.rank for match in collateral if is_disconnect(match)} - timed_out - {None}
     if len(timed_out) == 1 and disconnected:
