@@ -60,7 +60,7 @@ def evaluate_case(case_dir: Path) -> CaseResult:
     expected = expect.get("class", "healthy")
     try:
         diagnosis = diagnose_paths([str(case_dir / "logs")])
-        got_class = diagnosis.primary.failure_id if diagnosis.primary else diagnosis.status
+        got_class = diagnosis.primary.class_id if diagnosis.primary else diagnosis.status
         got_rank = diagnosis.initiating.rank if diagnosis.initiating else None
         error = ""
     except FirstfaultError as exc:

@@ -19,6 +19,7 @@ class Signature:
     message: str = ""
     examples: tuple[str, ...] = ()
     near_misses: tuple[str, ...] = ()
+    core_class: str = ""  # the entry's core failure class, when the entry specialises one
 
     @property
     def key(self) -> str:
@@ -103,7 +104,9 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Finding:
-    """One failure class the engine considered, with its evidence."""
+    """One failure the engine considered, with its evidence. `failure_id` is the knowledge-base
+    entry that explains it (its fix is shown); `failure_class` the core class that entry
+    specialises, when it is not one itself (grad-norm-nonfinite is a loss-nan)."""
 
     failure_id: str
     confidence: float
@@ -112,6 +115,12 @@ class Finding:
     hosts: tuple[str, ...] = ()
     count: int = 0
     message: str = ""
+    failure_class: str = ""
+
+    @property
+    def class_id(self) -> str:
+        """The core failure class: what the contract reports as `failure_id`."""
+        return self.failure_class or self.failure_id
 
 
 @dataclass(frozen=True)

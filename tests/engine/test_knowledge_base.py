@@ -62,3 +62,46 @@ def test_eval_reports_misses_and_exit_code(tmp_path: Path):
     output = result.stdout.decode()
     assert "MISS wrong-label: expected cuda-oom rank 1, got cuda-device-side-assert rank 1" in output
     assert "class accuracy: 0.0%" in output
+
+
+def test_every_entry_is_a_core_class_or_names_one():
+    """What a report calls the failure class is always a core class id: specialised entries
+    (grad-norm-nonfinite) name the core class they belong to (loss-nan)."""
+    core = set(CORE_IDS)
+    for entry in KB.entries:
+        named = entry.get("core_class")
+        if core and entry.id not in core:
+            assert named in core, f"{entry.id}: core_class {named!r} is not a core class"
+        if named:
+            assert all(signature.core_class in core for signature in entry.signatures), entry.id
+
+
+def test_kb_check_rejects_a_bad_core_class_and_a_duplicate_id(tmp_path: Path):
+    import shutil
+
+    from firstfault.kb.loader import ENTRIES_DIR, check_entries
+
+    root = tmp_path / "entries"
+    for category in ("numerics", "framework"):
+        (root / category).mkdir(parents=True)
+    shutil.copy(ENTRIES_DIR / "numerics" / "loss-nan.yaml", root / "numerics")
+    special = (ENTRIES_DIR / "numerics" / "grad-norm-nonfinite.yaml").read_text()
+    (root / "numerics" / "grad-norm-nonfinite.yaml").write_text(special.replace("core_class: loss-nan", "core_class: no-such-class"))
+    copy = (ENTRIES_DIR / "numerics" / "loss-nan.yaml").read_text().replace("category: numerics", "category: framework")
+    (root / "framework" / "loss-nan.yaml").write_text(copy)
+    _entries, problems = check_entries(root)
+    messages = [problem.message for problem in problems]
+    assert any("core_class 'no-such-class' has no entry" in message for message in messages), messages
+    assert any("id 'loss-nan' is also the id of" in message for message in messages), messages
+
+
+def test_a_specialised_entry_is_reported_as_its_core_class():
+    from firstfault.pipeline import diagnose_texts
+    from firstfault.render.contract import to_contract
+
+    line = ("[rank3]: AssertionError: Rank 3: found NaN in local grad norm in backward pass before data-parallel "
+            "communication collective. Device: 3, node: node-15-11")
+    document = to_contract(diagnose_texts([("rank3.log", line + "\n")]))
+    assert document["primary"]["failure_id"] == "loss-nan"
+    assert document["primary"]["entry_id"] == "grad-norm-nonfinite"
+    assert document["candidates"][0]["failure_id"] == "loss-nan"

@@ -34,6 +34,33 @@ SURVIVED_AFTER_LINES = 20
 
 def correlate(matches: list[Match], inputs: InputSummary, single_process: bool,
               source_lines: dict | None = None, pid_ranks: dict | None = None) -> Diagnosis:
+    diagnosis = _verdict(matches, inputs, single_process, source_lines, pid_ranks)
+    classes = {(m.entry_id, m.signature.name): m.signature.core_class for m in matches if m.signature.core_class}
+    return _with_core_classes(diagnosis, classes)
+
+
+def _with_core_classes(diagnosis: Diagnosis, classes: dict[tuple, str]) -> Diagnosis:
+    """Each finding also names the core class its entry specialises (see Finding): the class
+    of the signature of its first evidence line, else that of any of the entry's signatures."""
+    if not classes:
+        return diagnosis
+    by_entry = {entry_id: core for (entry_id, _name), core in sorted(classes.items(), reverse=True)}
+
+    def classed(finding: Finding | None) -> Finding | None:
+        if finding is None:
+            return None
+        first = finding.evidence[0] if finding.evidence else None
+        core = classes.get((finding.failure_id, first.signature)) if first else None
+        core = core or by_entry.get(finding.failure_id)
+        return replace(finding, failure_class=core) if core else finding
+
+    return replace(diagnosis, primary=classed(diagnosis.primary),
+                   collateral=tuple(classed(item) for item in diagnosis.collateral),
+                   candidates=tuple(classed(item) for item in diagnosis.candidates))
+
+
+def _verdict(matches: list[Match], inputs: InputSummary, single_process: bool,
+             source_lines: dict | None, pid_ranks: dict | None) -> Diagnosis:
     winners = line_winners(matches)
     roots = incidents(winners, ("root",))
     if roots and _all_survived(roots, winners, matches, source_lines or {}):

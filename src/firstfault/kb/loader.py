@@ -85,6 +85,7 @@ def _build_entry(label: str, data: LineDict) -> Entry:
             message=item.get("message", ""),
             examples=tuple(item.get("examples") or ()),
             near_misses=tuple(item.get("near_misses") or ()),
+            core_class=item.get("core_class") or data.get("core_class") or "",  # a signature may narrow it
         )
         for item in data.get("signatures") or ()
     )
@@ -145,8 +146,14 @@ def _check_cross_entry(entries: list[Entry]) -> list[Problem]:
 
     problems = []
     ids = {entry.id for entry in entries}
+    by_id = {}
     seen_old: dict[str, str] = {}
     for entry in entries:
+        if entry.id in by_id:
+            problems.append(Problem(entry.path, line_of(entry.data, "id"), f"id {entry.id!r} is also the id of {by_id[entry.id].path}"))
+        by_id.setdefault(entry.id, entry)
+    for entry in entries:
+        problems.extend(_check_core_class(entry, by_id))
         for related in entry.get("related") or ():
             if related not in ids:
                 problems.append(Problem(entry.path, line_of(entry.data, "related"), f"related id {related!r} has no entry"))
@@ -155,6 +162,31 @@ def _check_cross_entry(entries: list[Entry]) -> list[Problem]:
                 problems.append(Problem(entry.path, line_of(entry.data, "redirect_from"), f"redirect {old!r} is already an id or redirect"))
             seen_old[old] = entry.id
     return problems
+
+
+def _check_core_class(entry: Entry, by_id: dict) -> list[Problem]:
+    from .yaml_lines import line_of
+
+    problems = []
+    for signature in entry.signatures:
+        if signature.core_class and signature.core_class != entry.get("core_class"):
+            problems += _core_class_problems(entry, signature.core_class, by_id, f"signature {signature.name!r}: ")
+    if entry.get("core_class"):
+        problems += _core_class_problems(entry, entry.get("core_class"), by_id, "")
+    return problems
+
+
+def _core_class_problems(entry: Entry, core: str, by_id: dict, label: str) -> list[Problem]:
+    from .yaml_lines import line_of
+
+    line = line_of(entry.data, "core_class") if not label else None
+    if core == entry.id:
+        return [Problem(entry.path, line, f"{label}core_class names the entry itself: leave it out for a core class")]
+    if core not in by_id:
+        return [Problem(entry.path, line, f"{label}core_class {core!r} has no entry")]
+    if by_id[core].get("core_class"):
+        return [Problem(entry.path, line, f"{label}core_class {core!r} is not a core class (it names {by_id[core].get('core_class')!r})")]
+    return []
 
 
 def check_entries(root: Path = ENTRIES_DIR) -> tuple[list[Entry], list[Problem]]:

@@ -130,6 +130,7 @@ FIELDS: dict[str, Field] = {
     "systems": Field(True, _systems),
     "tags": Field(True, _non_empty(_list_of_text)),
     "related": Field(False, _list_of_text),
+    "core_class": Field(False, _text),
     "redirect_from": Field(False, _list_of_text),
     "summary": Field(True, _text),
     "mechanism": Field(True, _text),
@@ -146,7 +147,7 @@ FIELDS: dict[str, Field] = {
     "signatures": Field(True, _signatures),
 }
 
-SIGNATURE_KEYS = {"name", "role", "weight", "pattern", "message", "examples", "near_misses"}
+SIGNATURE_KEYS = {"name", "role", "weight", "pattern", "message", "examples", "near_misses", "core_class"}
 FORBIDDEN_REGEX = (
     (re.compile(r"\(\?[=!<]"), "lookaround is not allowed"),
     (re.compile(r"\\[1-9]"), "backreferences are not allowed"),

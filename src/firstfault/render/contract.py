@@ -32,7 +32,8 @@ def evidence_to_dict(evidence: Evidence) -> dict:
 def _collateral(finding: Finding) -> dict:
     first = finding.evidence[0] if finding.evidence else None
     return {
-        "failure_id": finding.failure_id,
+        "failure_id": finding.class_id,
+        "entry_id": finding.failure_id,
         "ranks": list(finding.ranks),
         "hosts": list(finding.hosts),
         "count": finding.count,
@@ -47,7 +48,8 @@ def to_contract(diagnosis: Diagnosis) -> dict:
     if diagnosis.primary is not None:
         initiating = diagnosis.initiating
         primary = {
-            "failure_id": diagnosis.primary.failure_id,
+            "failure_id": diagnosis.primary.class_id,
+            "entry_id": diagnosis.primary.failure_id,
             "confidence": round(diagnosis.primary.confidence, 3),
             "summary": diagnosis.primary.message,
             "initiating": {
@@ -67,7 +69,7 @@ def to_contract(diagnosis: Diagnosis) -> dict:
         "primary": primary,
         "collateral": [_collateral(item) for item in diagnosis.collateral],
         "candidates": [
-            {"failure_id": item.failure_id, "confidence": round(item.confidence, 3)}
+            {"failure_id": item.class_id, "entry_id": item.failure_id, "confidence": round(item.confidence, 3)}
             for item in diagnosis.candidates
         ],
         "inputs": {

@@ -72,6 +72,13 @@ def verify_items(entry, values: dict) -> list[tuple[str, str]]:
     return [(fill(item["check"], values), fill(item.get("command") or "", values)) for item in entry.get("verify") or ()]
 
 
+def id_label(finding) -> str:
+    """`class / entry` when the entry specialises a core class, else the entry id."""
+    if finding.class_id != finding.failure_id:
+        return f"{finding.class_id} / {finding.failure_id}"
+    return finding.failure_id
+
+
 def entry_or_none(kb, failure_id: str):
     try:
         return kb.get(failure_id)

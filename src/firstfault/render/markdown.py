@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from ..model import Diagnosis
-from .diagnosis_text import (entry_or_none, fix_blocks, inputs_line, ranks_text, started_line,
+from .diagnosis_text import (entry_or_none, fix_blocks, id_label, inputs_line, ranks_text, started_line,
                              verify_items, where, who)
 
 
@@ -31,7 +31,7 @@ def render(diagnosis: Diagnosis, kb) -> str:
         primary = diagnosis.primary
         entry = entry_or_none(kb, primary.failure_id)
         title = entry.title if entry else primary.failure_id
-        lines.append(f"**{title}** (`{primary.failure_id}`, confidence {primary.confidence:.2f}), {started_line(diagnosis)}.")
+        lines.append(f"**{title}** (`{id_label(primary)}`, confidence {primary.confidence:.2f}), {started_line(diagnosis)}.")
         if primary.message:
             lines += ["", f"> {primary.message}"]
         lines += ["", "### Evidence", ""]

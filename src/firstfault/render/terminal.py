@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..model import Diagnosis
 from .entry_terminal import Style
-from .diagnosis_text import (entry_or_none, fix_blocks, inputs_line, ranks_text, started_line,
+from .diagnosis_text import (entry_or_none, fix_blocks, id_label, inputs_line, ranks_text, started_line,
                              verify_items, where, who)
 
 # Roles of the diagnosis report, on top of the entry renderer's (title, heading, dim, ...).
@@ -43,7 +43,7 @@ class TerminalReport:
         primary = diagnosis.primary
         entry = entry_or_none(self.kb, primary.failure_id)
         title = entry.title if entry else primary.failure_id
-        lines = [self.style("✖ " + title, "failure") + self.style(f"  [{primary.failure_id}]  confidence {primary.confidence:.2f}", "dim")]
+        lines = [self.style("✖ " + title, "failure") + self.style(f"  [{id_label(primary)}]  confidence {primary.confidence:.2f}", "dim")]
         lines.append("  " + started_line(diagnosis))
         if primary.message:
             lines.append("  " + primary.message)

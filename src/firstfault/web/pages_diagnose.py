@@ -30,9 +30,10 @@ async def diagnose_submit(request: Request):
 def fix_sections(kb, document: dict):
     """The entry's Fix and Verification sections, placeholders filled from the log."""
     primary = document.get("primary")
-    if not primary or primary.get("failure_id") not in kb:
+    entry_id = (primary or {}).get("entry_id") or (primary or {}).get("failure_id")  # older records: no entry_id
+    if not entry_id or entry_id not in kb:
         return None, []
-    entry = kb.get(primary["failure_id"])
+    entry = kb.get(entry_id)
     initiating = primary.get("initiating") or {}
     values = {key: value for key, value in (primary.get("fix_values") or {}).items() if value is not None}
     for key in ("rank", "host"):

@@ -76,7 +76,7 @@ def title_of(document: dict, kb=None) -> str:
     read = files[0] if len(files) == 1 else f"{len(files)} files"
     if not primary:
         return f"{'no failure found' if document.get('status') == 'healthy' else 'unexplained failure'} · {read}"
-    failure = primary.get("failure_id") or "failure"
+    failure = primary.get("entry_id") or primary.get("failure_id") or "failure"
     if kb is not None and failure in kb:
         failure = kb.get(failure).title
     where = primary.get("initiating") or {}
