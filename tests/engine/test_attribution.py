@@ -22,6 +22,7 @@ ASSERT = "RuntimeError: CUDA error: device-side assert triggered"
     ("gpu-a07:1234:1240 [3] NCCL INFO Bootstrap : Using eth0", None, 3, "gpu-a07"),
     ("(RayTrainWorker pid=1234, ip=10.60.2.16) RuntimeError: x", None, None, "10.60.2.16"),
     ("(VllmWorker TP1 pid=3523) ERROR x", None, 1, None),
+    ("(worker1, rank=1, pid=1341842, ip=10.2.97.7) [rank13]: RuntimeError: Rank 13, node n-1", 13, 1, "10.2.97.7"),
     ("Dec  2 16:46:31 dgx-a100-18 kernel: Out of memory: Killed process 1234 (python)", None, None, "dgx-a100-18"),
     ("Epoch1: loss 2.0", None, None, None),
     ("RuntimeError: CUDA error", None, None, None),

@@ -67,7 +67,10 @@ def analyse(collateral: list[Match], frames: list[Match], ranks: list[int]) -> H
         op = known_ops.get(rank)
         if op == "barrier":
             return HangVerdict("uneven-batches-hang", rank, f"rank {rank} waited alone in {op} while the others were still training", first_by_rank[rank])
-    missing = [rank for rank in ranks if rank not in timed_out and rank not in disconnected]
+    # rank 0 exists in every job: when the other ranks printed timeouts and it printed nothing
+    # that carries its rank (rank 0 often logs unprefixed progress: tokenizing, evaluating), it is missing
+    expected = sorted(set(ranks) | ({0} if len(timed_out | disconnected) >= 2 else set()))
+    missing = [rank for rank in expected if rank not in timed_out and rank not in disconnected]
     if len(disconnected) == 1 and not missing:
         # the late rank was busy elsewhere: when it reached the collective its peers had already given up
         rank = next(iter(disconnected))

@@ -138,9 +138,27 @@ def _rank_from_elsewhere(matches: list[Match], initiating: Match, single_process
         rank = rank_for_bus(bus, initiating.line.origin.host, matches)
         if rank is not None:
             return rank, f"drives the GPU on PCI bus {bus} that the line names"
+    same_fault = _same_fault_named_nearby(matches, initiating)
+    if same_fault is not None:
+        origin = same_fault.line.origin
+        return origin.rank, f"reports the same failure a few lines later ({origin.source}:{origin.line})"
     if single_process:
         return 0, "is the only process"
     return _launcher_failed_rank(matches, initiating), "is the one the launcher reported failing first"
+
+
+SAME_FAULT_LINES = 200
+
+
+def _same_fault_named_nearby(matches: list[Match], initiating: Match) -> Match | None:
+    """A later line of the same file and failure that names a rank, when all such lines name one
+    (an unprefixed CUDA error, then the watchdog's `[Rank 1] ... terminated with exception` for it)."""
+    origin = initiating.line.origin
+    later = [m for m in matches if m.entry_id == initiating.entry_id and m.line.origin.source == origin.source
+             and m.line.origin.rank is not None and 0 < m.line.origin.line - origin.line <= SAME_FAULT_LINES]
+    if len({m.line.origin.rank for m in later}) != 1:
+        return None
+    return min(later, key=lambda m: m.line.origin.line)
 
 
 def _launcher_failed_rank(matches: list[Match], initiating: Match) -> int | None:
