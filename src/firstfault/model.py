@@ -20,6 +20,7 @@ class Signature:
     examples: tuple[str, ...] = ()
     near_misses: tuple[str, ...] = ()
     core_class: str = ""  # the entry's core failure class, when the entry specialises one
+    condition: str = ""  # numeric test over the captures (firstfault.match.conditions)
 
     @property
     def key(self) -> str:

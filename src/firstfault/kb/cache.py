@@ -19,7 +19,7 @@ DISABLE_VARIABLE = "FIRSTFAULT_NO_CACHE"
 _FORMAT = "kb-1"
 
 
-_VALIDATING_CODE = ("loader.py", "schema.py", "yaml_lines.py")
+_VALIDATING_CODE = ("kb/loader.py", "kb/schema.py", "kb/yaml_lines.py", "model.py", "match/conditions.py")
 
 
 def cache_dir() -> Path:
@@ -33,7 +33,7 @@ def fingerprint(root: Path) -> str:
 
     digest = hashlib.sha256(f"{_FORMAT}|{__version__}|{root.resolve()}|".encode())
     for code in _VALIDATING_CODE:  # stat'ed, not imported: a warm cache needs no YAML parser
-        info = os.stat(Path(__file__).with_name(code))
+        info = os.stat(Path(__file__).parent.parent / code)
         digest.update(f"{code}:{info.st_size}:{info.st_mtime_ns}|".encode())
     for path in sorted(root.glob("*/*.yaml")):
         try:

@@ -86,6 +86,7 @@ def _build_entry(label: str, data: LineDict) -> Entry:
             examples=tuple(item.get("examples") or ()),
             near_misses=tuple(item.get("near_misses") or ()),
             core_class=item.get("core_class") or data.get("core_class") or "",  # a signature may narrow it
+            condition=item.get("condition") or "",
         )
         for item in data.get("signatures") or ()
     )
@@ -129,14 +130,20 @@ def _label(path: Path, root: Path) -> str:
 
 
 def _check_examples(entry: Entry) -> list[Problem]:
+    from ..match.conditions import holds
+
+    def matches(regex: re.Pattern, condition: str, line: str) -> bool:
+        found = regex.search(line)
+        return bool(found) and (not condition or holds(condition, found.groupdict()))
+
     problems = []
     for signature in entry.signatures:
         regex = re.compile(signature.pattern)
         for example in signature.examples:
-            if not regex.search(example):
+            if not matches(regex, signature.condition, example):
                 problems.append(Problem(entry.path, None, f"signature {signature.name!r}: example does not match: {example!r}"))
         for near_miss in signature.near_misses:
-            if regex.search(near_miss):
+            if matches(regex, signature.condition, near_miss):
                 problems.append(Problem(entry.path, None, f"signature {signature.name!r}: near-miss matches: {near_miss!r}"))
     return problems
 

@@ -147,7 +147,7 @@ FIELDS: dict[str, Field] = {
     "signatures": Field(True, _signatures),
 }
 
-SIGNATURE_KEYS = {"name", "role", "weight", "pattern", "message", "examples", "near_misses", "core_class"}
+SIGNATURE_KEYS = {"name", "role", "weight", "pattern", "message", "examples", "near_misses", "core_class", "condition"}
 FORBIDDEN_REGEX = (
     (re.compile(r"\(\?[=!<]"), "lookaround is not allowed"),
     (re.compile(r"\\[1-9]"), "backreferences are not allowed"),
@@ -192,6 +192,8 @@ def check_signature(path: str, signature, index: int, container) -> list[Problem
     if not isinstance(weight, (int, float)) or not 0 < weight <= 1:
         problems.append(Problem(path, line, f"{label}: weight must be a number in (0, 1]"))
     problems.extend(_check_pattern(path, line, label, signature.get("pattern")))
+    if "condition" in signature:
+        problems.extend(_check_condition(path, line, label, signature.get("condition"), signature.get("pattern")))
     for key in ("examples", "near_misses"):
         value = signature.get(key)
         if not isinstance(value, list) or not value or _list_of_text(value):
@@ -199,6 +201,23 @@ def check_signature(path: str, signature, index: int, container) -> list[Problem
         elif any("\n" in item.rstrip("\n") for item in value):
             problems.append(Problem(path, line, f"{label}: each of {key} must be one log line (no line breaks)"))
     return problems
+
+
+def _check_condition(path: str, line: int, label: str, condition, pattern) -> list[Problem]:
+    from ..match.conditions import ConditionError, names
+
+    if not isinstance(condition, str) or not condition.strip():
+        return [Problem(path, line, f"{label}: condition must be non-empty text")]
+    try:
+        wanted = names(condition)
+    except ConditionError as exc:
+        return [Problem(path, line, f"{label}: condition: {exc}")]
+    try:
+        groups = set(re.compile(pattern).groupindex) if isinstance(pattern, str) else set()
+    except re.error:
+        return []  # reported by the pattern check
+    unknown = sorted(wanted - groups)
+    return [Problem(path, line, f"{label}: condition reads {', '.join(unknown)}, which the pattern does not capture")] if unknown else []
 
 
 def _check_pattern(path: str, line: int, label: str, pattern) -> list[Problem]:

@@ -20,6 +20,7 @@ import os
 import re
 
 from ..model import Signature
+from .conditions import holds
 from .literals import is_case_insensitive, required_literal, required_literals
 
 ENGINES = ("auto", "hyperscan", "python")
@@ -118,6 +119,8 @@ class Matcher:
             found = item.regex.search(masked_line)
             if found:
                 captures = {key: value for key, value in found.groupdict().items() if value is not None}
+                if item.signature.condition and not holds(item.signature.condition, captures):
+                    continue
                 hits.append((item, captures))
         return hits
 
