@@ -9,6 +9,7 @@ import re
 import pytest
 
 from firstfault.ingest.sources import InputFile
+from firstfault.match.conditions import holds
 from firstfault.match.scanner import Scanner
 
 hyperscan = pytest.importorskip("hyperscan")
@@ -56,12 +57,15 @@ def test_every_example_line_same_hits_as_python_regex(signatures, private_cache)
     fast, fallback = scan_both(signatures, item, private_cache)
     assert hits_of(fast) == hits_of(fallback)
     assert census_of(fast) == census_of(fallback)
-    # and both equal the definition, line by line
+    # and both equal the definition, line by line: the regex, then the signature's condition
     expected = set()
-    compiled = [(signature.key, re.compile(signature.pattern)) for signature in signatures]
+    compiled = [(signature.key, re.compile(signature.pattern), signature.condition) for signature in signatures]
     for number, line in enumerate(lines, start=1):
         searched = line.replace("\r", " ")
-        expected.update((number, key) for key, regex in compiled if regex.search(searched))
+        for key, regex, condition in compiled:
+            found = regex.search(searched)
+            if found and (not condition or holds(condition, found.groupdict())):
+                expected.add((number, key))
     found = {(hit.line, hit.signature.key) for hit in fast.hits}
     assert found == expected
 

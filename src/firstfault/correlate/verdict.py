@@ -14,6 +14,7 @@ from ..placeholders import fill_placeholders
 from .devices import bus_of, rank_for_bus
 from .events import Incident, incidents, line_winners, time_key
 from .hangs import TIMEOUT_ENTRY, analyse, is_disconnect
+from .nonfatal import without_nonfatal
 from .odd_one_out import odd_rank
 
 SPECIFICITY_MARGIN = 0.35  # an incident this much weaker than the strongest one is not the primary
@@ -28,12 +29,14 @@ def evidence_of(match: Match) -> Evidence:
 
 
 CONSEQUENCE_SLACK_SECONDS = 1.0
+LAUNCHER_SLACK_SECONDS = 0.2  # the launcher's report has its own exact time; only host clocks differ
 SURVIVABLE_WEIGHT = 0.7  # errors this generic can be caught and logged by a healthy run
 SURVIVED_AFTER_LINES = 20
 
 
 def correlate(matches: list[Match], inputs: InputSummary, single_process: bool,
               source_lines: dict | None = None, pid_ranks: dict | None = None) -> Diagnosis:
+    matches = without_nonfatal(matches)
     diagnosis = _verdict(matches, inputs, single_process, source_lines, pid_ranks)
     classes = {(m.entry_id, m.signature.name): m.signature.core_class for m in matches if m.signature.core_class}
     return _with_core_classes(diagnosis, classes)
@@ -148,6 +151,7 @@ def _rank_from_elsewhere(matches: list[Match], initiating: Match, single_process
 
 
 SAME_FAULT_LINES = 200
+SIGTERM_CODES = ("-15", "15", "143")  # a launcher's own SIGTERM to the others, not a failure
 
 
 def _same_fault_named_nearby(matches: list[Match], initiating: Match) -> Match | None:
@@ -164,7 +168,7 @@ def _same_fault_named_nearby(matches: list[Match], initiating: Match) -> Match |
 def _launcher_failed_rank(matches: list[Match], initiating: Match) -> int | None:
     """The rank torchrun reported as failing first with a real error (not its own SIGTERM)."""
     reports = [m for m in matches if m.signature.name in LAUNCHER_FAILED
-               and m.captures.get("code") not in ("-15", "15", "143") and m.line.origin.rank is not None]
+               and m.captures.get("code") not in SIGTERM_CODES and m.line.origin.rank is not None]
     host = initiating.line.origin.host
     same_host = [m for m in reports if host and m.line.origin.host == host]
     reports = same_host or reports
@@ -179,13 +183,21 @@ def _first_timeout(winners: list[Match]) -> tuple | None:
     return min(map(time_key, timeouts)) if timeouts else None
 
 
-def _not_after(first_timeout: tuple | None, match: Match) -> bool:
-    """Errors that begin after the first collective timeout are its consequences (store and
-    connection errors of agents whose peers gave up), not a cause."""
-    if first_timeout is None or match.line.origin.time is None:
+def _first_launcher_failure(matches: list[Match]) -> tuple | None:
+    """When a launcher first reported a worker exiting with an error (not its own SIGTERM)."""
+    reports = [m for m in matches if m.signature.name in LAUNCHER_FAILED and m.line.origin.time is not None
+               and m.captures.get("code") not in SIGTERM_CODES]
+    return min(map(time_key, reports)) if reports else None
+
+
+def _not_after(boundary: tuple | None, match: Match, slack: float = CONSEQUENCE_SLACK_SECONDS) -> bool:
+    """Errors that begin after the boundary (the first collective timeout, the launcher's first
+    failure report) are its consequences (store and connection errors of agents whose peers gave
+    up), not a cause. The slack allows for clocks of different hosts and for times carried
+    forward from earlier lines."""
+    if boundary is None or match.line.origin.time is None:
         return True
-    # a second of slack: times carried forward from earlier lines are approximate
-    return time_key(match)[0] <= first_timeout[0] + CONSEQUENCE_SLACK_SECONDS
+    return time_key(match)[0] <= boundary[0] + slack
 
 
 def _choose_primary(roots: list[Incident], winners: list[Match], matches: list[Match], ranks: list[int]):
@@ -193,6 +205,12 @@ def _choose_primary(roots: list[Incident], winners: list[Match], matches: list[M
     first_timeout = _first_timeout(winners)
     symptoms = [match for match in winners if match.role == "symptom" and _not_after(first_timeout, match)]
     roots = [incident for incident in roots if _not_after(first_timeout, incident.first)]
+    # once the launcher has reported a worker failing, what other processes print (agents losing
+    # the store, workers killed) is teardown: errors before that report come first
+    first_failure = _first_launcher_failure(matches)
+    if any(_not_after(first_failure, incident.first, LAUNCHER_SLACK_SECONDS) for incident in roots):
+        roots = [incident for incident in roots if _not_after(first_failure, incident.first, LAUNCHER_SLACK_SECONDS)]
+        symptoms = [match for match in symptoms if _not_after(first_failure, match, LAUNCHER_SLACK_SECONDS)]
     if roots:
         strongest = max(incident.weight for incident in roots)
         eligible = [incident for incident in roots if incident.weight >= strongest - SPECIFICITY_MARGIN]

@@ -4,6 +4,7 @@
   or the autograd engine for DDP's gradient all-reduce).
 - `failed`: generic signs that something failed (a traceback header, a non-zero exit), used to
   tell `unknown` from `healthy` when no entry explains the failure.
+- `nonfatal-exception`: the start of a traceback Python printed without stopping the process.
 """
 from __future__ import annotations
 
@@ -28,12 +29,16 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("device-nccl-bus", r"\brank (?P<rank>\d+) nranks \d+ cudaDev (?P<device>\d+)(?: nvmlDev \d+)? busId (?P<bus>[0-9a-fA-F]+)"),
     _context("device-smi-bus", r"\bGPU ?(?P<device>\d{1,2})[: ][^\n]{0,40}?(?:[0-9A-Fa-f]{4,8}:)(?P<bus>[0-9A-Fa-f]{2}):[0-9A-Fa-f]{2}\.\d"),
     _context("failed-traceback", r"Traceback \(most recent call last\)"),
+    # Python prints these tracebacks and goes on: an exception raised in a destructor or at
+    # interpreter shutdown, in a background thread, in a multiprocessing queue's feeder thread
+    _context("nonfatal-exception", r'Exception ignored in\b|Exception in thread \S+(?: \([^)\n]*\))?:|multiprocessing/queues\.py", line \d+, in _feed'),
     _context("failed-exit", r"(?i)(?:exit ?code|exit status|exited with (?:code|status))\s*[:=]?\s*(?P<code>-?[1-9]\d*)"),
     _context("failed-signal", r"(?i)(?:Segmentation fault|core dumped|Aborted \(core|fatal error|Fatal Python error|\bKilled\b)"),
     _context("failed-word", r"(?:\bERROR\b|\bFATAL\b|\bCRITICAL\b|\berror: )"),
 )
 
 FRAME_SIGNATURES = ("frame", "frame-backward")
+NONFATAL = "nonfatal-exception"
 LAUNCHER_FAILED = ("launcher-failed", "launcher-failed-deepspeed")
 LAUNCHER_NODE = "launcher-node"
 DEVICE_BUS = ("device-nccl-bus", "device-smi-bus")
