@@ -16,6 +16,7 @@ from functools import lru_cache
 from .correlate import correlate
 from .correlate.dumps_join import join_dump_report
 from .ingest.error_records import error_record_input
+from .correlate.hangs import TIMEOUT_ENTRY as PEER_CRASH
 from .correlate.ranks import hosts_seen, pid_ranks, ranks_seen, resolve
 from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
@@ -108,10 +109,17 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
         skipped=tuple(all_skipped),
         timed=all(scan.last_time is not None for scan in read),
     )
-    single_process = set(summary.ranks) <= {0} and len(summary.hosts) <= 1
+    # one process, unless something else shows: a rank above 0, a second host, or the lines other
+    # processes print when a peer fails (collective timeouts, a launcher stopping the others)
+    single_process = (set(summary.ranks) <= {0} and len(summary.hosts) <= 1
+                      and not any(_peer_failed(match) for match in matches))
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
     diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches))
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
+
+
+def _peer_failed(match) -> bool:
+    return match.role == "collateral" and PEER_CRASH in (match.entry_id, match.signature.core_class)
 
 
 def _partial_notes(scan: FileScan) -> list[str]:
