@@ -12,10 +12,10 @@ the Hyperscan version: compiling ~300 signatures takes about a second, loading ~
 from __future__ import annotations
 
 import hashlib
-import os
-from pathlib import Path
 
 import hyperscan
+
+from ..kb.cache import cache_dir, write_atomic
 
 ASCII, BYTES = "ascii", "bytes"  # the dialects of translate.py (imported only to compile)
 
@@ -34,11 +34,6 @@ INVALID_UTF8 = (
     r"|(?:\A|[\x00-\x7f])[\x80-\xbf]"
     r"|[\xc2-\xdf][\x80-\xbf]{2}|[\xe0-\xef][\x80-\xbf]{3}|[\xf0-\xf4][\x80-\xbf]{4}"
 )
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "firstfault"
 
 
 def _compile(expressions: list[bytes], ids: list[int], extra: bytes | None = None, census: bool = False) -> hyperscan.Database:
@@ -107,22 +102,6 @@ def _cache_key(patterns: list[str]) -> str:
     return digest.hexdigest()[:24]
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.replace(temporary, path)
-    except OSError:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-
-
 def _pack(database: hyperscan.Database | None, left_out: list[int]) -> bytes:
     head = (",".join(map(str, left_out)) + "\n").encode()
     return head + (hyperscan.dumpb(database) if database is not None else b"")
@@ -153,7 +132,7 @@ def load_databases(patterns: list[str], use_cache: bool = True) -> dict:
         database, left_out = _build(patterns, dialect)
         result[dialect] = (database, left_out)
         if use_cache:
-            _write_atomic(path, _pack(database, left_out))
+            write_atomic(path, _pack(database, left_out))
     return result
 
 

@@ -1,0 +1,358 @@
+"""The mechanics of the generic detectors; which words count as secret names is data
+(`names:` in detectors.yaml), so is which detector runs and in what order.
+
+Every pattern here is linear in the text: quantifiers are bounded, each match is anchored on a
+literal or at the start of a token (a lookbehind), and nothing re-scans what a match consumed.
+A rule takes the text and returns it with the secret parts replaced; the text around them (the
+key, the flag, the quotes, the host of a URL) is kept, since a diagnosis may quote it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MASKED = "<masked>"
+MAX_VALUE = 2048  # characters of one value; longer ones are cut there (the rest is masked too)
+
+# Values that hold no secret: placeholders, references to variables, masks already applied.
+_PLACEHOLDER = re.compile(
+    r"<[A-Za-z0-9:_ .-]{1,40}>|[*xX•#.?_-]+|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\([A-Za-z_]+\)[sdr]|\{[A-Za-z_]*\}|"
+    r"(?i:none|null|nil|true|false|yes|no|on|off|undefined|unset|redacted|hidden|masked|empty|n/a|required|optional)")
+_DOTTED_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)+|[a-z_]+")
+
+
+def is_placeholder(value: str) -> bool:
+    return not value or _PLACEHOLDER.fullmatch(value) is not None
+
+
+def credential_like(value: str, minimum: int) -> bool:
+    """Whether a value of a loosely named key (`token`, `key`) looks like a credential rather
+    than a word, a number or a dotted name (`layers.0.weight`)."""
+    if len(value) < minimum or any(char.isspace() for char in value) or value.isdigit():
+        return False
+    if _DOTTED_IDENTIFIER.fullmatch(value):
+        return False
+    has_digit = any(char.isdigit() for char in value)
+    mixed_case = value.lower() != value and value.upper() != value
+    return has_digit or mixed_case or len(value) >= 24
+
+
+def name_literals(names) -> tuple[str, ...]:
+    """Lower-case words of which a text holds at least one when it holds any of `names`: the
+    longest part of each name (a name matches with '_', '-', '.' or nothing between parts)."""
+    return tuple(sorted({max(name.lower().split("_"), key=len) for name in names}))
+
+
+def name_alternation(names) -> str:
+    """Names as one alternation; '_' in a name stands for '_', '-', '.' or nothing."""
+    parts = sorted({re.escape(name).replace("_", "[_.-]?") for name in names}, key=len, reverse=True)
+    return "|".join(parts)
+
+
+@dataclass(frozen=True)
+class SecretNames:
+    """Key and flag names whose values are secrets (from the catalogue's `names:`)."""
+
+    strong: tuple[str, ...]  # any value but a placeholder is a secret
+    weak: tuple[str, ...]  # bare, only a credential-looking value is one (`token: 5` is not)
+    glued: tuple[str, ...]  # may follow other letters directly (dbpassword, authtoken)
+    not_secret: tuple[str, ...]  # regexes of keys that end in a name but are no secret (pad_token)
+    query: tuple[str, ...]  # URL query parameters
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_excluded", re.compile("(?i)(?:" + "|".join(self.not_secret) + ")") if self.not_secret else None)
+        object.__setattr__(self, "_strong", re.compile("(?i)(?:" + name_alternation(self.strong + self.glued) + ")$"))
+        object.__setattr__(self, "_weak", re.compile("(?i)(?:" + name_alternation(self.weak) + ")"))
+        object.__setattr__(self, "_named", re.compile(
+            "(?:^|[_.\\-]|(?<=[a-z])(?=[A-Z]))(?i:" + name_alternation(self.all) + ")$|(?i:" + name_alternation(self.glued) + ")$"))
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return self.strong + self.weak + self.glued
+
+    def names_secret(self, key: str) -> bool:
+        """Whether a key's last part is a secret name (and the key is not a known exception)."""
+        return self._named.search(key) is not None and not self.excluded(key)
+
+    def excluded(self, key: str) -> bool:
+        return self._excluded is not None and self._excluded.fullmatch(key.strip("-\"'\\")) is not None
+
+    def strength(self, key: str) -> str:
+        """strong, medium (a compound key ending in a weak name: `cache_key`) or weak."""
+        bare = key.strip("-\"'\\")
+        if self._strong.search(bare):
+            return "strong"
+        if "_" in bare and bare.upper() == bare:  # an environment variable: HF_TOKEN, STRIPE_KEY
+            return "strong"
+        return "weak" if self._weak.fullmatch(bare) else "medium"
+
+    def hides(self, key: str, value: str, strength: str | None = None) -> bool:
+        """Whether `value` of `key` is to be masked."""
+        if is_placeholder(value) or self.excluded(key):
+            return False
+        strength = strength or self.strength(key)
+        if strength == "strong":
+            return True
+        return credential_like(value, 6 if strength == "medium" else 8)
+
+
+_QUOTED_VALUE = (
+    r'\\"(?:[^"\\\n]|\\[^"\n]){0,%(n)d}\\"'  # JSON inside a string: \"...\"
+    r'|"(?:[^"\\\n]|\\.){0,%(n)d}"'
+    r"|'(?:[^'\\\n]|\\.){0,%(n)d}'"
+    r"|[\"'][^\"'\n]{1,%(n)d}"  # a quote that the (cut) line never closes
+) % {"n": MAX_VALUE}
+_UNQUOTED_VALUE = r"[^\s\"'`,;&(){}\[\]]{1,%d}" % MAX_VALUE
+
+
+def _unquote(value: str) -> tuple[str, str, str]:
+    """(opening quote, inner text, closing quote) of a value as matched."""
+    for quote in ('\\"', '"', "'"):
+        if value.startswith(quote):
+            inner = value[len(quote):]
+            if inner.endswith(quote) and len(inner) >= len(quote):
+                return quote, inner[:-len(quote)], quote
+            return quote, inner, ""
+    return "", value, ""
+
+
+_NEXT_ITEM = re.compile(r"[ \t](?=[A-Za-z_][A-Za-z0-9_.\-]{0,60}[=:])|\n")
+_ENV_KEY = re.compile(r"[A-Z][A-Z0-9_]*")
+_NESTED_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,60}[=:]")
+
+
+class KeyValueRule:
+    """`KEY=value`, `key: value`, `"key": "value"`, `key='value'` (also inside a string's JSON),
+    where the key's last part is a secret name: `password`, `*_TOKEN`, `apiKey`, `AccountKey`.
+    An unquoted value of an environment variable (`DB_PASSWORD=a b`) or of a YAML line
+    (`password: a b`) runs to the next `KEY=` or the end of the line: such values may hold spaces."""
+
+    def __init__(self, names: SecretNames) -> None:
+        self.names = names
+        self.literals = name_literals(names.all)
+        separated = name_alternation(names.all)
+        glued = name_alternation(names.glued)
+        self.regex = re.compile(
+            r"(?<![A-Za-z0-9_.\-$%])(?P<key>\\?[\"']?"
+            r"(?:(?:[A-Za-z0-9_.\-]{0,60}?(?:[_.\-]|(?<=[a-z])(?=[A-Z])))?(?i:" + separated + r")"
+            r"|[A-Za-z0-9_.\-]{0,60}?(?<=[A-Za-z])(?i:" + glued + r")))"
+            r"(?![A-Za-z0-9_])(?P<sep>\\?[\"']?[ \t]{0,4}(?:=>|:=|=|:)(?![:=])[ \t]{0,4})"
+            r"(?P<value>" + _QUOTED_VALUE + r"|\$\{[A-Za-z_][A-Za-z0-9_]{0,100}\}|" + _UNQUOTED_VALUE + ")")
+
+    def apply(self, text: str) -> str:
+        pieces, position = [], 0
+        for match in self.regex.finditer(text):
+            if match.start() < position:
+                continue  # inside a value already masked
+            replacement, end = self._replace(match)
+            pieces += [text[position:match.start()], replacement]
+            position = end
+        if not pieces:
+            return text
+        pieces.append(text[position:])
+        return "".join(pieces)
+
+    def _replace(self, match: re.Match) -> tuple[str, int]:
+        unchanged = (match.group(0), match.end())
+        opening, inner, closing = _unquote(match.group("value"))
+        text = match.string
+        following = text[match.end():match.end() + 1]
+        if not opening and (following in ("(", "[") or _NESTED_KEY.match(inner)):
+            return unchanged  # code (`password = getpass.getpass()`), or a key of its own (`credentials: key=...`)
+        key = match.group("key")
+        if not self.names.hides(key, inner):
+            return unchanged
+        end = match.end()
+        if not opening and self.names.strength(key) == "strong" and self._may_hold_spaces(match):
+            found = _NEXT_ITEM.search(text, end, end + MAX_VALUE)
+            end = found.start() if found else min(len(text), end + MAX_VALUE)
+            while end > match.end() and text[end - 1] in " \t\r":
+                end -= 1
+        return key + match.group("sep") + opening + MASKED + closing, end
+
+    @staticmethod
+    def _may_hold_spaces(match: re.Match) -> bool:
+        key, separator = match.group("key"), match.group("sep").strip()
+        if separator == "=" and _ENV_KEY.fullmatch(key):
+            return True
+        line_start = match.string.rfind("\n", 0, match.start()) + 1
+        return separator == ":" and not match.string[line_start:match.start()].strip()
+
+
+class ArgvRule:
+    """Command lines: `--password X`, `--token=X`, and Python or JSON argv lists
+    (`'--password', 'X'`, as DeepSpeed's launcher prints the whole command)."""
+
+    def __init__(self, names: SecretNames) -> None:
+        self.names = names
+        self.literals = name_literals(names.all)
+        flag = r"--?(?:[A-Za-z0-9]+[_\-])*(?i:" + name_alternation(names.all) + r")(?![A-Za-z0-9_\-])"
+        self.regex = re.compile(
+            r"(?P<listed>(?P<q>['\"])(?P<lflag>" + flag + r")(?P=q)\s{0,4},\s{0,4})"
+            r"(?P<lvalue>'(?:[^'\\\n]|\\.){0,%(n)d}'|\"(?:[^\"\\\n]|\\.){0,%(n)d}\")"
+            r"|(?<![A-Za-z0-9_\-])(?P<flag>" % {"n": MAX_VALUE} + flag + r")(?P<sep>=|[ \t]{1,4})"
+            r"(?P<value>" + _QUOTED_VALUE + r"|(?!-)" + _UNQUOTED_VALUE + ")")
+
+    def apply(self, text: str) -> str:
+        return self.regex.sub(self._replace, text)
+
+    def _replace(self, match: re.Match) -> str:
+        if match.group("listed"):
+            flag, value = match.group("lflag"), match.group("lvalue")
+            head = match.group("listed")
+        else:
+            flag, value = match.group("flag"), match.group("value")
+            head = flag + match.group("sep")
+        opening, inner, closing = _unquote(value)
+        if self.names.excluded(flag):
+            return match.group(0)
+        # on a command line a secret-named flag takes a secret, short or not (`--token abc`)
+        if not self.names.hides(flag, inner, "strong"):
+            return match.group(0)
+        return head + opening + MASKED + closing
+
+
+_URL = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s\"'`<>]{1,%d}" % (2 * MAX_VALUE))
+_HOST_AFTER_AT = re.compile(r"[A-Za-z0-9\[][A-Za-z0-9.\-:\]%]{0,253}(?:[/?#]|$)")
+
+
+class UrlCredentialsRule:
+    """`scheme://user:password@host` (the password may hold '/', ':' or '@') and
+    `scheme://TOKEN@host`, in any URL: databases, brokers, git remotes, proxies."""
+
+    literals = ("://",)
+
+    def __init__(self, names: SecretNames) -> None:
+        self.names = names
+
+    def apply(self, text: str) -> str:
+        return _URL.sub(self._replace, text)
+
+    def _replace(self, match: re.Match) -> str:
+        url = match.group(0)
+        start = url.index("://") + 3
+        at = self._userinfo_end(url, start)
+        if at < 0:
+            return url
+        userinfo = url[start:at]
+        user, colon, password = userinfo.partition(":")
+        if colon:
+            if is_placeholder(password):
+                return url
+            return url[:start] + user + ":" + MASKED + url[at:]
+        if credential_like(user, 16) and not is_placeholder(user):  # a token as the user name
+            return url[:start] + MASKED + url[at:]
+        return url
+
+    @staticmethod
+    def _userinfo_end(url: str, start: int) -> int:
+        """The '@' that ends the user info: the last one followed by a host, before any '/'
+        that follows it (a path may hold '@' too, as in `pkg@1.0`)."""
+        at = url.rfind("@", start)
+        while at > start:
+            if _HOST_AFTER_AT.match(url, at + 1) and "/" not in url[start:at].split(":", 1)[0]:
+                return at
+            at = url.rfind("@", start, at)
+        return -1
+
+
+class QueryParameterRule:
+    """`?token=…`, `&sig=…`, `access_token=…`, `X-Amz-Signature=…` in URLs and form bodies."""
+
+    def __init__(self, names: SecretNames) -> None:
+        self.names = names
+        self.literals = name_literals(names.query)
+        self.regex = re.compile(r"(?<=[?&;#])(?P<name>(?i:" + name_alternation(names.query) + r"))=(?P<value>[^&#\s\"'<>`]{1,%d})" % MAX_VALUE)
+
+    def apply(self, text: str) -> str:
+        return self.regex.sub(lambda m: m.group(0) if is_placeholder(m.group("value")) else f"{m.group('name')}={MASKED}", text)
+
+
+_COOKIE = re.compile(r"(?i)\b(?:set-)?cookie[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?(?P<pairs>[^\n\"']{1,%d})" % (2 * MAX_VALUE))
+_COOKIE_PAIR = re.compile(r"(?P<name>[^=;,\s]{1,256})=(?P<value>[^;,\s]{1,%d})" % MAX_VALUE)
+_COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "samesite", "secure", "httponly", "priority", "partitioned", "version", "comment"}
+
+
+class CookieRule:
+    """`Cookie: a=1; session=…` and `Set-Cookie: session=…; Path=/`: every value but the
+    attributes (Path, Domain, Expires...)."""
+
+    literals = ("cookie",)
+
+    def __init__(self, names: SecretNames) -> None:
+        self.names = names
+
+    def apply(self, text: str) -> str:
+        return _COOKIE.sub(self._replace, text)
+
+    def _replace(self, match: re.Match) -> str:
+        pairs = _COOKIE_PAIR.sub(
+            lambda pair: pair.group(0) if pair.group("name").lower() in _COOKIE_ATTRIBUTES or is_placeholder(pair.group("value"))
+            else f"{pair.group('name')}={MASKED}", match.group("pairs"))
+        return match.group(0)[:match.start("pairs") - match.start()] + pairs
+
+
+_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-.])[A-Za-z0-9+/_\-]{32,}={0,2}(?![A-Za-z0-9+/=_\-])")
+_LOWER_RUN = re.compile(r"[a-z]{11,}")
+_UPPER_RUN = re.compile(r"[A-Z]{11,}")
+
+
+def looks_random(token: str, names: SecretNames | None = None) -> bool:
+    """A token of unknown format that reads as random: upper case, lower case and digits mixed
+    the way base62/base64 output mixes them, not the way identifiers (CamelCase, SNAKE_CASE,
+    mangled C++ names), paths and hex digests (git SHAs, checkpoint hashes) do. Base64 of a JSON
+    object (`eyJ...`) is judged by its keys: DeepSpeed's `--world_info` is hosts and GPUs."""
+    if token.startswith("_Z"):
+        return False
+    if token.startswith("eyJ") and names is not None:
+        keys = _json_keys(token)
+        if keys is not None:
+            return any(names.names_secret(key) for key in keys)
+    letters = [char for char in token if char.isalnum()]
+    if len(letters) < 24 or _LOWER_RUN.search(token) or _UPPER_RUN.search(token):
+        return False
+    upper = sum(char.isupper() for char in letters)
+    digits = sum(char.isdigit() for char in letters)
+    if not upper or not digits or upper == len(letters) - digits:
+        return False
+    # transitions that involve an upper-case letter: ~0.49 per pair in random base62, ~0.1-0.25 in identifiers
+    changes = sum(1 for left, right in zip(letters, letters[1:])
+                  if left.isupper() != right.isupper() and not (left.isdigit() and right.isdigit()))
+    return changes >= 0.3 * (len(letters) - 1)
+
+
+def _json_keys(token: str) -> list[str] | None:
+    """The keys of a base64-encoded JSON object, or None when the token is not one."""
+    import base64
+    import binascii
+    import json
+
+    try:
+        document = json.loads(base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_" if "-" in token or "_" in token else None))
+    except (ValueError, binascii.Error, RecursionError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    return [str(key) for key in document]
+
+
+class EntropyRule:
+    """Tokens of 32+ characters that look random, where no format is known."""
+
+    literals = ()
+
+    def __init__(self, names: SecretNames) -> None:
+        self.names = names
+
+    def apply(self, text: str) -> str:
+        return _TOKEN.sub(lambda m: MASKED if looks_random(m.group(0), self.names) else m.group(0), text)
+
+
+RULES = {
+    "key-value": KeyValueRule,
+    "argv": ArgvRule,
+    "url-credentials": UrlCredentialsRule,
+    "query-parameters": QueryParameterRule,
+    "cookie": CookieRule,
+    "entropy": EntropyRule,
+}
