@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except FirstfaultError as exc:
-        print(f"firstfault: error: {exc.message}", file=sys.stderr)
+        from .render.printable import printable  # a message may quote a file name from the user
+
+        print(f"firstfault: error: {printable(exc.message)}", file=sys.stderr)
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         return EXIT_TOOL_ERROR

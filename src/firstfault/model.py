@@ -1,7 +1,7 @@
 """Frozen values passed between the pipeline stages. No I/O here."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 ROLES = ("root", "symptom", "collateral")
@@ -146,3 +146,25 @@ class Diagnosis:
     notes: tuple[str, ...] = ()  # caveats: uncertain order, how the rank was named
     error_lines: tuple[Evidence, ...] = ()  # for `unknown`: the most likely error lines
     fix_values: dict = field(default_factory=dict)  # placeholders filled from the log
+
+
+# Fields that name things of firstfault's own (knowledge-base ids, roles): never log text.
+OWN_FIELDS = frozenset({"status", "failure_id", "failure_class", "signature", "role", "kind", "entry_id"})
+
+
+def map_strings(value, change, skip=OWN_FIELDS):
+    """`value` with `change(text)` applied to every string inside it: the fields of frozen
+    dataclasses (but those named in `skip`), tuples, lists and dict values. The one walk behind
+    masking a whole diagnosis or alert and making its log text safe to print."""
+    if isinstance(value, str):
+        return change(value)
+    if is_dataclass(value) and not isinstance(value, type):
+        changes = {item.name: map_strings(getattr(value, item.name), change, skip)
+                   for item in fields(value) if item.init and item.name not in skip}
+        return replace(value, **{name: new for name, new in changes.items() if new is not getattr(value, name)})
+    if isinstance(value, (tuple, list)):
+        items = [map_strings(item, change, skip) for item in value]
+        return value if all(new is old for new, old in zip(items, value)) else type(value)(items)
+    if isinstance(value, dict):
+        return {key: map_strings(item, change, skip) for key, item in value.items()}
+    return value

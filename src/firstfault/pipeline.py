@@ -10,7 +10,6 @@ to an optional observer: any object with `file_started(item, index, total)` and
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from functools import lru_cache
 
 from .correlate import correlate
@@ -22,10 +21,10 @@ from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
 from .kb import load_knowledge_base
 from .kb.loader import KnowledgeBase
-from .mask import HostMasker
+from .mask import HostMasker, mask_secrets
 from .match.context import CONTEXT_SIGNATURES
 from .match.scanner import FileScan, Scanner
-from .model import Diagnosis, Evidence, InputSummary, Skipped
+from .model import Diagnosis, InputSummary, Skipped, map_strings
 
 
 @lru_cache(maxsize=4)
@@ -42,14 +41,16 @@ def diagnose_paths(paths: Sequence[str], *, mask_hosts: bool = False, observer=N
     """Diagnose files, folders (recursive), globs, .gz files and '-' (stdin)."""
     inputs, skipped = expand_inputs(list(paths))
     if not inputs:
-        reasons = "; ".join(f"{item.source}: {item.reason}" for item in skipped) or "nothing given"
+        reasons = mask_secrets("; ".join(f"{item.source}: {item.reason}" for item in skipped)) or "nothing given"
         raise InputError(f"no readable input ({reasons})", "give log files, folders, globs or '-' for stdin")
     return _diagnose(inputs, skipped, mask_hosts=mask_hosts, observer=observer, kb=kb)
 
 
-def diagnose_texts(named_texts: Iterable[tuple[str, bytes | str]], *, mask_hosts: bool = False, observer=None, kb=None) -> Diagnosis:
-    """Diagnose in-memory logs given as (name, content) pairs; names play the role of file paths."""
-    inputs = in_memory_inputs(named_texts)
+def diagnose_texts(named_texts: Iterable[tuple[str, bytes | str]], *, mask_hosts: bool = False, observer=None, kb=None,
+                   max_input_bytes: int | None = None) -> Diagnosis:
+    """Diagnose in-memory logs given as (name, content) pairs; names play the role of file paths.
+    `max_input_bytes`: a gzip input stops expanding there (what a server allows one request)."""
+    inputs = in_memory_inputs(named_texts, max_bytes=max_input_bytes)
     if not inputs:
         raise InputError("no log given", "paste a log or upload files")
     return _diagnose(inputs, [], mask_hosts=mask_hosts, observer=observer, kb=kb)
@@ -70,8 +71,11 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
         inputs = [item for item in inputs if _name_of(item) not in consumed]
         skipped = list(skipped) + [Skipped(path, reason) for path, reason in report.skipped]
     inputs = [error_record_input(item) or item for item in inputs]  # torchelastic / firstfault error files
+    skipped = list(skipped) + [Skipped(item.display, note) for item in inputs for note in item.notes]
     scans = scan_inputs(inputs, kb, observer)
-    diagnosis = join_dump_report(diagnose_scans(scans, skipped), report)
+    # after the join, everything the diagnosis says passes the masker once more: file names the
+    # user gave (/home/<user>/...), upload names, dump notes quoting stack frames and paths
+    diagnosis = map_strings(join_dump_report(diagnose_scans(scans, skipped), report), mask_secrets)
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis  # after the join: dump notes name files too
 
 
@@ -97,7 +101,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     all_skipped = list(skipped) + [Skipped(scan.input.display, scan.error) for scan in scans if scan.error]
     all_skipped += [Skipped(scan.input.display, note) for scan in read for note in _partial_notes(scan)]
     if not read:
-        reasons = "; ".join(f"{item.source}: {item.reason}" for item in all_skipped)
+        reasons = mask_secrets("; ".join(f"{item.source}: {item.reason}" for item in all_skipped))
         raise InputError(f"no readable input ({reasons})", "check the paths; binary or empty files are skipped")
     matches = resolve(read)
     summary = InputSummary(
@@ -115,6 +119,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
                       and not any(_peer_failed(match) for match in matches))
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
     diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches))
+    diagnosis = map_strings(diagnosis, mask_secrets)  # lines are masked; the names of files are not yet
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
 
 
@@ -137,30 +142,4 @@ def _mask_hosts(diagnosis: Diagnosis) -> Diagnosis:
     """Replace host names and IPs everywhere in the diagnosis by stable pseudonyms."""
     masker = HostMasker()
     hosts = set(diagnosis.inputs.hosts)
-
-    def evidence(item: Evidence | None) -> Evidence | None:
-        if item is None:
-            return None
-        return replace(item, host=masker.pseudonym(item.host) if item.host else None,
-                       text=masker.mask_text(item.text, hosts), source=masker.mask_text(item.source, hosts))
-
-    def finding(item):
-        if item is None:
-            return None
-        return replace(item, evidence=tuple(evidence(e) for e in item.evidence),
-                       hosts=tuple(masker.pseudonym(h) for h in item.hosts),
-                       message=masker.mask_text(item.message, hosts))
-
-    fix_values = {key: masker.mask_text(str(value), hosts) if isinstance(value, str) else value
-                  for key, value in diagnosis.fix_values.items()}
-    inputs = replace(diagnosis.inputs, hosts=tuple(masker.pseudonym(h) for h in diagnosis.inputs.hosts),
-                     files=tuple(masker.mask_text(f, hosts) for f in diagnosis.inputs.files),
-                     skipped=tuple(replace(s, source=masker.mask_text(s.source, hosts), reason=masker.mask_text(s.reason, hosts))
-                                   for s in diagnosis.inputs.skipped))
-    return replace(
-        diagnosis, primary=finding(diagnosis.primary), initiating=evidence(diagnosis.initiating),
-        collateral=tuple(finding(item) for item in diagnosis.collateral),
-        candidates=tuple(finding(item) for item in diagnosis.candidates), inputs=inputs,
-        notes=tuple(masker.mask_text(note, hosts) for note in diagnosis.notes),
-        error_lines=tuple(evidence(e) for e in diagnosis.error_lines), fix_values=fix_values,
-    )
+    return map_strings(diagnosis, lambda text: masker.mask_text(text, hosts))

@@ -62,7 +62,7 @@ def fake_pipeline(monkeypatch):
     """Replace the engine by the canned diagnosis (for tests of the pages, not of the engine)."""
     calls = []
 
-    def diagnose_texts(named_texts, *, mask_hosts=False, observer=None, kb=None):
+    def diagnose_texts(named_texts, *, mask_hosts=False, observer=None, kb=None, max_input_bytes=None):
         calls.append([(name, bytes(content) if not isinstance(content, str) else content.encode()) for name, content in named_texts])
         return canned_diagnosis()
 

@@ -59,7 +59,9 @@ def run(args) -> int:
     observer = ProgressObserver(sys.stderr)
     diagnosis = diagnose_paths(args.paths, mask_hosts=args.mask_hosts, observer=observer, kb=kb)
     observer.close()
+    from ..render.printable import printable
+
     for item in diagnosis.inputs.skipped:
-        print(f"firstfault: skipped {item.source}: {item.reason}", file=sys.stderr)
+        print(f"firstfault: skipped {printable(item.source)}: {printable(item.reason)}", file=sys.stderr)
     sys.stdout.write(render(diagnosis, kb, args.format, use_color(args.color, sys.stdout)))
     return exit_status(diagnosis)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ipaddress
+import sqlite3
 import sys
 
 LOOPBACK_NAMES = ("localhost",)
@@ -18,6 +19,8 @@ def register(subparsers) -> None:
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
     serve.add_argument("--db", metavar="PATH", help="history database file (default: history.sqlite3 in the user data directory)")
     serve.add_argument("--no-history", action="store_true", help="keep no history of diagnoses")
+    serve.add_argument("--client-timeout", type=float, default=None, metavar="SECONDS",
+                       help="close a connection whose request head, or body, stops arriving for this long (default: 10)")
     serve.set_defaults(func=run_serve)
 
 
@@ -41,10 +44,15 @@ def run_serve(args) -> int:
     if not 0 < args.port < 65536:
         print(f"firstfault: error: --port {args.port} is not a port number", file=sys.stderr)
         return 2
-    import uvicorn
+    if args.client_timeout is not None and not 0 < args.client_timeout <= 3600:
+        print(f"firstfault: error: --client-timeout {args.client_timeout} is not between 0 and 3600 seconds", file=sys.stderr)
+        return 2
+    from dataclasses import replace
 
     from ..history import default_path
     from ..web.app import LOOPBACK_HOSTS, create_app
+    from ..web.limits import Limits
+    from ..web.server import run
 
     loopback = is_loopback(args.host)
     if not loopback:
@@ -55,8 +63,16 @@ def run_serve(args) -> int:
         )
     db = None if args.no_history else (args.db or str(default_path()))
     allowed = LOOPBACK_HOSTS if loopback else None  # refuse the names a DNS-rebinding page would use
-    app = create_app(db_path=db, history=not args.no_history, allowed_hosts=allowed)
+    limits = Limits()
+    if args.client_timeout is not None:
+        limits = replace(limits, head_timeout=args.client_timeout, body_idle_timeout=args.client_timeout)
+    try:
+        app = create_app(db_path=db, history=not args.no_history, allowed_hosts=allowed, limits=limits)
+    except (OSError, sqlite3.Error) as exc:
+        print(f"firstfault: error: cannot open the history database {db}: {exc}", file=sys.stderr)
+        print("hint: pass --db PATH to a writable file, or --no-history", file=sys.stderr)
+        return 2
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"firstfault: serving on http://{shown}:{args.port}/ (history: {db or 'off'}); Ctrl-C stops", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", server_header=False)
+    run(app, args.host, args.port, limits.head_timeout)
     return 0

@@ -83,11 +83,29 @@ class _Taken:
             read()
         except InputError as error:
             self.skipped.append((name, error.message))
+        except _MALFORMED as error:  # a side file never stops the diagnosis of the logs beside it
+            self.skipped.append((name, f"{name}: malformed, not read ({type(error).__name__})"))
 
     def report(self, world_size: int | None) -> DumpReport:
-        flight = analyze_flight_recorder(self.dumps, world_size) if self.dumps else None
-        stacks = group_stacks(self.stacks) if self.stacks else None
+        flight = _analysed(lambda: analyze_flight_recorder(self.dumps, world_size), self.dumps, "flight-recorder dumps", self)
+        stacks = _analysed(lambda: group_stacks(self.stacks), self.stacks, "stack dumps", self)
         return _report(flight, stacks, tuple(self.consumed), tuple(self.skipped), world_size)
+
+
+# what reading or analysing a malformed side file may raise; each becomes a skip with a reason
+_MALFORMED = (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
+              MemoryError, UnicodeError, ZeroDivisionError)
+
+
+def _analysed(analyse, items, what: str, taken: _Taken):
+    if not items:
+        return None
+    try:
+        return analyse()
+    except _MALFORMED as error:
+        for source in sorted({getattr(item, "source", "") for item in items}):
+            taken.skipped.append((source, f"{what} could not be compared ({type(error).__name__}); left out"))
+        return None
 
 
 def _dump_from_bytes(name: str, data: bytes, max_bytes: int):

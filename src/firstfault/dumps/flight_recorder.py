@@ -8,17 +8,19 @@ where pg_status values are strings and missing times are 0. The dump does not ho
 its own rank: the rank comes from the file name.
 
 A dump is untrusted input: the unpickler refuses every global, so no callable can be
-reached and nothing in the file runs.
+reached and nothing in the file runs; what it builds is then checked (ingest/structured.py) to
+be plain, at most a few levels deep and no larger than the file, before anything walks it, so
+neither deep nesting, `Infinity`, nor lists sharing their items can crash or stall a run.
 """
 from __future__ import annotations
 
 import io
-import json
 import os
 import pickle
 from dataclasses import dataclass, field
 
 from firstfault.errors import InputError
+from firstfault.ingest.structured import MAX_DEPTH, TooComplex, bounded_int, check_plain, loads_json
 
 from .ranks import parse_rank_list, rank_from_name
 from .results import Frame
@@ -28,6 +30,7 @@ _HINT = "pass the per-rank files written by TORCH_FR_DUMP_TEMP_FILE / _dump_fr_t
 _PICKLE_ERRORS = (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
                   IndexError, KeyError, MemoryError, OverflowError, RecursionError,
                   UnicodeDecodeError)
+_INT64 = 1 << 63
 
 
 class _RefusingUnpickler(pickle.Unpickler):
@@ -122,13 +125,18 @@ def load_dump(path: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
 def parse_dump(data: bytes, source: str, rank: int | None) -> FlightRecorderDump:
     """Bytes of a dump (pickle or JSON) to a FlightRecorderDump; InputError when not one."""
     raw = restricted_loads(data, source) if data[:1] == b"\x80" else _unjson(data, source)
+    try:
+        check_plain(raw, max_depth=MAX_DEPTH, max_nodes=4 * len(data) + 10_000)
+    except TooComplex as error:
+        raise InputError(f"{source}: not a flight-recorder dump: it {error}", _HINT) from None
     if not isinstance(raw, dict) or "version" not in raw or not (
             "entries" in raw or "pg_config" in raw):
         raise InputError(f"{source}: not a flight-recorder dump (no version/entries keys)", _HINT)
     try:
         return _normalize(raw, source, rank)
-    except (TypeError, ValueError, AttributeError, KeyError) as error:
-        raise InputError(f"{source}: malformed flight-recorder dump: {error}", _HINT) from None
+    except (TypeError, ValueError, AttributeError, KeyError, OverflowError, IndexError) as error:
+        reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        raise InputError(f"{source}: malformed flight-recorder dump: {reason}", _HINT) from None
 
 
 def restricted_loads(data: bytes, source: str) -> object:
@@ -144,10 +152,22 @@ def restricted_loads(data: bytes, source: str) -> object:
 
 def _unjson(data: bytes, source: str) -> object:
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        reason = str(error).splitlines()[0]
+        return loads_json(data, max_depth=MAX_DEPTH)
+    except ValueError as error:
+        reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
         raise InputError(f"{source}: not a flight-recorder dump: {reason}", _HINT) from None
+
+
+def _int(value, default: int = 0) -> int:
+    """A 64-bit integer field (JSON dumps write some as strings); ValueError for anything else."""
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        return int(value)
+    number = bounded_int(value, -_INT64, _INT64)
+    if number is None:
+        raise ValueError(f"{str(value)[:40]!r} is not an integer")
+    return number
 
 
 def _normalize(raw: dict, source: str, rank: int | None) -> FlightRecorderDump:
@@ -156,7 +176,7 @@ def _normalize(raw: dict, source: str, rank: int | None) -> FlightRecorderDump:
         info = info if isinstance(info, dict) else {}
         pg_ranks[str(info.get("name", key))] = parse_rank_list(info.get("ranks"))
     pg_status = {
-        str(pg_id): {name: int(value) for name, value in status.items()}
+        str(pg_id): {str(name): _int(value) for name, value in status.items()}
         for pg_id, status in (raw.get("pg_status") or {}).items() if isinstance(status, dict)
     }
     entries = tuple(_entry(item) for item in raw.get("entries") or () if isinstance(item, dict))
@@ -170,13 +190,13 @@ def _entry(item: dict) -> Entry:
         group = (group, "")
     collective_seq = item.get("collective_seq_id", item.get("seq_id", 0))
     return Entry(
-        record_id=int(item.get("record_id", 0)),
+        record_id=_int(item.get("record_id")),
         pg_id=str(item.get("pg_id", group[0])),
         pg_name=str(group[0]),
         pg_desc=str(group[1]) if len(group) > 1 else "",
-        collective_seq_id=int(collective_seq or 0),
-        p2p_seq_id=int(item.get("p2p_seq_id") or 0),
-        op_id=int(item.get("op_id") or 0),
+        collective_seq_id=_int(collective_seq),
+        p2p_seq_id=_int(item.get("p2p_seq_id")),
+        op_id=_int(item.get("op_id")),
         profiling_name=str(item.get("profiling_name", "")),
         is_p2p=bool(item.get("is_p2p", False)),
         state=str(item.get("state", "scheduled")),
@@ -184,14 +204,14 @@ def _entry(item: dict) -> Entry:
         input_dtypes=_freeze(item.get("input_dtypes", ())),
         output_sizes=_freeze(item.get("output_sizes", ())),
         output_dtypes=_freeze(item.get("output_dtypes", ())),
-        time_created_ns=int(item.get("time_created_ns") or 0),
+        time_created_ns=_int(item.get("time_created_ns")),
         frames=tuple(_frame(frame) for frame in item.get("frames") or () if isinstance(frame, dict)),
     )
 
 
 def _frame(frame: dict) -> Frame:
     return Frame(function=str(frame.get("name", "?")), file=str(frame.get("filename", "?")),
-                 line=int(frame.get("line") or 0))
+                 line=_int(frame.get("line")))
 
 
 def _freeze(value: object) -> object:

@@ -5,11 +5,11 @@ import os
 import re
 
 # "fr_trace_rank_3", "nccl_trace_rank_12.json", "stack_rank3.txt", "rank-3.log"
-_NAMED_RANK = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
+_NAMED_RANK = re.compile(r"rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE)
 # "dump_3", "trace-3.pkl": a bare trailing number, used only when no "rank" is named
-_TRAILING_NUMBER = re.compile(r"[_-](\d+)(?:\.[A-Za-z]+)?$")
+_TRAILING_NUMBER = re.compile(r"[_-](\d{1,9})(?:\.[A-Za-z]+)?$")
 # "[rank3]:" as torchrun's --log-line-prefix / tee writes it, and "[default3]:"
-LINE_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
+LINE_PREFIX = re.compile(r"^\[(?:rank|default)(\d{1,9})\]:\s?")
 
 
 def rank_from_name(path: str) -> int | None:
@@ -28,7 +28,7 @@ def parse_rank_list(text: object) -> tuple[int, ...]:
         return tuple(int(item) for item in text if isinstance(item, int))
     if not isinstance(text, str):
         return ()
-    return tuple(int(number) for number in re.findall(r"\d+", text))
+    return tuple(int(number) for number in re.findall(r"\d{1,9}", text))
 
 
 def format_ranks(ranks: tuple[int, ...] | list[int]) -> str:

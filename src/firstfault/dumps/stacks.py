@@ -22,6 +22,9 @@ from .results import Frame, StackGroup, StackResult
 from .stack_frames import describe, grouping_key, in_collective
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+# No frame or thread header is longer; longer lines are not looked at (the frame patterns would
+# take time quadratic in a long line's length)
+MAX_FRAME_LINE = 2000
 _PYSPY_THREAD = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \(([a-z+ ]+)\)(?::\s*"(.*)")?\s*$')
 # Exactly four spaces: deeper lines are --locals values, not frames.
 _PYSPY_FRAME = re.compile(r"^ {4}(\S[^()]*?(?:\([^)]*\))?[^()]*?) \(([^()]+?)(?::(\d+))?\)\s*$")
@@ -39,7 +42,7 @@ _STACK_LINE_HINTS = tuple((literals, re.compile(pattern)) for literals, pattern 
     ((b"(most recent call first)",), rb"\(most recent call first\)"),
     ((b"Process ",), rb"Process \d+: "),
     ((b'", line ',), rb'", line \d+ in '),
-    ((b"#", b" from "), rb"#\d+ [^\n]*? from [^\n]*?:\d+"),
+    ((b"#", b" from "), rb"#\d{1,9} [^\n]{0,%d}? from [^\n]{0,%d}?:\d" % (MAX_FRAME_LINE, MAX_FRAME_LINE)),
     # a py-spy frame: four spaces, and a line that ends in a parenthesis
     ((b"    ", b")"), rb"\)[ \t]*(?:[\r\n\x0b\x0c\x1c-\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]|$)"),
 ))
@@ -122,11 +125,15 @@ def _strip_prefix(line: str) -> tuple[int | None, str]:
 
 
 def _is_header(line: str) -> bool:
+    if len(line) > MAX_FRAME_LINE:
+        return False
     return bool(_PYSPY_THREAD.match(line) or _FH_THREAD.match(line) or _FH_STACK.match(line)
                 or _PROCESS.match(line))
 
 
 def _frame(line: str) -> tuple[str, Frame] | None:
+    if len(line) > MAX_FRAME_LINE:
+        return None
     found = _FH_FRAME.match(line)
     if found:
         return "faulthandler", Frame(found.group(3), found.group(1), int(found.group(2)))
@@ -140,6 +147,8 @@ def _frame(line: str) -> tuple[str, Frame] | None:
 
 
 def _feed(bucket: dict, line: str) -> None:
+    if len(line) > MAX_FRAME_LINE:
+        return
     header = _PYSPY_THREAD.match(line)
     if header:
         _open_thread(bucket, "py-spy", header.group(3) or header.group(1), False)

@@ -12,13 +12,17 @@ the rank is known (else the path's `attempt_N/<local_rank>/` hint names it).
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from .sources import InputFile
+from .structured import bounded_float, bounded_int, loads_json
 
 MAX_RECORD_BYTES = 4 * 1024 * 1024
+# A time before 1970 or after 2200, or a rank beyond a million, is no real job's: such a field is
+# left out (and said so) rather than trusted, and the rest of the record is read.
+LATEST_TIME = 7_258_118_400.0
+MAX_RANK = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -30,29 +34,32 @@ class ErrorRecord:
     local_rank: int | None = None
     host: str | None = None
     pid: int | None = None
+    ignored: tuple[str, ...] = field(default=(), compare=False)  # fields left out, with why
 
 
 def parse_error_record(data: bytes | str) -> ErrorRecord | None:
     """The record in a torchelastic error file, or None when the content is not one."""
     try:
-        document = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+        document = loads_json(data, max_depth=16)
+    except ValueError:  # not JSON, or JSON no error file holds (NaN, 1e999, 100,000 deep)
         return None
     if not isinstance(document, dict):
         return None
+    ignored: list[str] = []
     message = document.get("message")
     if isinstance(message, str):  # the newer flat shape: {"message": "...", "timestamp": N}
-        return ErrorRecord(message, "", _number(document.get("timestamp")))
+        return ErrorRecord(message, "", _time(document, "timestamp", ignored), ignored=tuple(ignored))
     if not isinstance(message, dict) or not isinstance(message.get("message"), str):
         return None
     extra = message.get("extraInfo") if isinstance(message.get("extraInfo"), dict) else {}
-    time = _number(extra.get("time"))
+    time = _time(extra, "time", ignored)
     if time is None:
-        time = _number(extra.get("timestamp"))
+        time = _time(extra, "timestamp", ignored)
     return ErrorRecord(
         message=message["message"], traceback=str(extra.get("py_callstack") or ""), time=time,
-        rank=_integer(extra.get("rank")), local_rank=_integer(extra.get("local_rank")),
-        host=extra.get("host") if isinstance(extra.get("host"), str) else None, pid=_integer(extra.get("pid")),
+        rank=_whole(extra, "rank", MAX_RANK, ignored), local_rank=_whole(extra, "local_rank", MAX_RANK, ignored),
+        host=extra.get("host") if isinstance(extra.get("host"), str) else None,
+        pid=_whole(extra, "pid", 1 << 32, ignored), ignored=tuple(ignored),
     )
 
 
@@ -70,7 +77,8 @@ def record_as_log(record: ErrorRecord) -> str:
 
 
 def error_record_input(item: InputFile) -> InputFile | None:
-    """The input to scan in place of `item` when it is a torchelastic error file, else None.
+    """The input to scan in place of `item` when it is a torchelastic error file (its `notes` say
+    which fields were left out), else None (it is then read as a log, as it is).
 
     For `diagnose`: the traceback inside the JSON is then matched line by line, timed and attributed,
     instead of as one long JSON line. Works for files on disk and for in-memory content alike."""
@@ -84,21 +92,30 @@ def error_record_input(item: InputFile) -> InputFile | None:
             data = item.path.read_bytes()
         except OSError:
             return None
-    record = parse_error_record(data) if data else None
+    if not data or len(data) > MAX_RECORD_BYTES:
+        return None
+    record = parse_error_record(data)
     if record is None:
         return None
-    return InputFile(display=item.display, relative=item.relative, content=record_as_log(record).encode("utf-8"))
+    notes = tuple(f"partly read: {reason}" for reason in record.ignored)
+    return InputFile(display=item.display, relative=item.relative, content=record_as_log(record).encode("utf-8"), notes=notes)
 
 
-def _number(value) -> float | None:
-    try:
-        return float(value) if value is not None and value != "" else None
-    except (TypeError, ValueError):
+def _time(fields: dict, key: str, ignored: list[str]) -> float | None:
+    value = fields.get(key)
+    if value is None or value == "":
         return None
+    time = bounded_float(value, 0.0, LATEST_TIME)
+    if time is None:
+        ignored.append(f"`{key}` {str(value)[:40]!r} is not a time; the record is read without it")
+    return time
 
 
-def _integer(value) -> int | None:
-    try:
-        return int(value) if value is not None and value != "" else None
-    except (TypeError, ValueError):
+def _whole(fields: dict, key: str, high: int, ignored: list[str]) -> int | None:
+    value = fields.get(key)
+    if value is None or value == "":
         return None
+    number = bounded_int(value, 0, high)
+    if number is None:
+        ignored.append(f"`{key}` {str(value)[:40]!r} is not a {key.replace('_', ' ')}; the record is read without it")
+    return number

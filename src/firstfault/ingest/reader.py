@@ -1,8 +1,10 @@
 """Read one input as blocks of decoded lines, with bounded memory and no tracebacks.
 
-Line numbers count '\\n' only, as `grep -n` does. Gzip is recognised by its magic bytes. Lines
-longer than MAX_LINE are cut (the cut is reported). Invalid UTF-8 is replaced, and reported.
-Binary files are skipped with a reason; a truncated gzip keeps what was read before the damage.
+Line numbers count '\\n' only, as `grep -n` does. Gzip is recognised by its magic bytes
+(gzip_stream.py), UTF-16 by its BOM or NULs (encoding.py). Lines longer than MAX_LINE are cut
+(the cut is reported). Invalid UTF-8 is replaced, and reported. Binary files are skipped with a
+reason; a damaged gzip keeps everything before the damage; an input with a size limit
+(`InputFile.max_bytes`, uploads) stops expanding at the limit.
 """
 from __future__ import annotations
 
@@ -13,12 +15,12 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from .encoding import Utf16Stream, looks_binary, utf16_encoding
+from .gzip_stream import GZIP_MAGIC, ExpansionLimit, GzipStream
 from .sources import InputFile
 
 BLOCK_BYTES = 4 * 1024 * 1024
 MAX_LINE = 64 * 1024
-GZIP_MAGIC = b"\x1f\x8b"
-_BINARY_SAMPLE = 8192
 
 
 class Unreadable(Exception):
@@ -81,6 +83,8 @@ def _open_binary(item: InputFile):
         return open(item.path, "rb")
     except PermissionError:
         raise Unreadable("permission denied") from None
+    except FileNotFoundError:
+        raise Unreadable("no longer there: deleted or moved while firstfault ran") from None
     except OSError as exc:
         raise Unreadable(exc.strerror or str(exc)) from None
 
@@ -88,67 +92,8 @@ def _open_binary(item: InputFile):
 def _decompressing(raw, item: InputFile):
     head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
     if head == GZIP_MAGIC:
-        return _gzip_reader(raw)
+        return GzipStream(raw, limit=item.max_bytes)
     return raw
-
-
-def _gzip_reader(raw):
-    return _GzipStream(raw)
-
-
-def _zlib_module():
-    try:
-        from isal import isal_zlib  # about twice as fast as zlib when installed
-
-        return isal_zlib
-    except ImportError:
-        return zlib
-
-
-class _GzipStream:
-    """Streaming gzip that, unlike GzipFile, hands over every byte it could decompress
-    before a truncation or corruption, then says what went wrong."""
-
-    _RAW_PIECE = 256 * 1024
-
-    def __init__(self, raw) -> None:
-        self._raw = raw
-        self._zlib = _zlib_module()
-        self._decoder = self._new_decoder()
-        self._buffer = b""
-        self._eof = False
-
-    def _new_decoder(self):
-        return self._zlib.decompressobj(16 + zlib.MAX_WBITS)
-
-    def read(self, size: int) -> bytes:
-        while len(self._buffer) < size and not self._eof:
-            self._fill()
-        data, self._buffer = self._buffer[:size], self._buffer[size:]
-        if not data and self._eof and getattr(self, "_error", None):
-            error, self._error = self._error, None
-            raise error
-        return data
-
-    def _fill(self) -> None:
-        compressed = self._raw.read(self._RAW_PIECE)
-        if not compressed:
-            self._eof = True
-            if not self._decoder.eof:
-                self._error = EOFError("compressed file ended before the end-of-stream marker was reached")
-            return
-        try:
-            self._buffer += self._decoder.decompress(compressed)
-            while self._decoder.eof and self._decoder.unused_data:  # concatenated gzip members
-                rest = self._decoder.unused_data
-                self._decoder = self._new_decoder()
-                self._buffer += self._decoder.decompress(rest)
-        except (zlib.error, self._zlib.error) as exc:  # isal raises its own error type
-            self._eof = True
-            self._error = gzip.BadGzipFile(f"corrupt gzip data: {exc}")
-
-    def close(self) -> None:
-        pass
 
 
 def read_blocks(item: InputFile, stats: ReadStats, decode: bool = True) -> Iterator[Block]:
@@ -173,11 +118,14 @@ def _read_chunk(stream, stats: ReadStats) -> bytes:
     """Up to BLOCK_BYTES; a damaged or cut-off stream keeps every byte read before the damage."""
     pieces: list[bytes] = []
     size = 0
-    # a plain file is read in one call (one copy); gzip in pieces, so damage loses little
-    piece_size = READ_PIECE if isinstance(stream, _GzipStream) else BLOCK_BYTES
+    # a plain file is read in one call (one copy); gzip in pieces
+    piece_size = READ_PIECE if isinstance(stream, GzipStream) else BLOCK_BYTES
     while size < BLOCK_BYTES:
         try:
             piece = stream.read(min(piece_size, BLOCK_BYTES - size))
+        except ExpansionLimit:
+            stats.truncated = f"expands beyond {stream.limit} bytes, the limit for one input; kept the first {stream.limit} bytes"
+            break
         except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
             if stats.bytes == 0 and size == 0 and isinstance(exc, gzip.BadGzipFile) and "corrupt" not in str(exc):
                 raise Unreadable(f"not a valid gzip file ({exc})") from None
@@ -200,9 +148,13 @@ def _blocks(stream, stats: ReadStats, decode: bool = True) -> Iterator[Block]:
         chunk = _read_chunk(stream, stats)
         if first:
             first = False
+            encoding = utf16_encoding(chunk)
+            if encoding:  # PowerShell's default: read as the text it is
+                stream = Utf16Stream(stream, encoding, chunk)
+                chunk = _read_chunk(stream, stats)
             if not chunk:
                 raise Unreadable(stats.truncated or "empty file")
-            if _looks_binary(chunk):
+            if looks_binary(chunk):
                 raise Unreadable("binary file (not text); if it is a log archive, extract it first")
         stats.bytes += len(chunk)
         if overlong:
@@ -237,17 +189,6 @@ def _block(data: bytes, line_number: int, stats: ReadStats, decode: bool):
     count = block.line_count  # counted by now if the consumer numbered lines itself
     stats.lines += count
     return line_number + count
-
-
-_TEXT_BYTES = bytes(byte for byte in range(256) if not (byte < 9 or 13 < byte < 32 and byte != 27))
-
-
-def _looks_binary(sample: bytes) -> bool:
-    head = sample[:_BINARY_SAMPLE]
-    if b"\x00" in head:
-        return True
-    control = len(head.translate(None, _TEXT_BYTES))  # the control bytes that remain
-    return control > len(head) * 0.1
 
 
 _WINDOW = MAX_LINE // 2

@@ -1,15 +1,24 @@
 """Turn what the user named (files, folders, globs, '-') into a list of inputs, never losing one:
-anything that cannot be read becomes a `Skipped` with the reason."""
+anything that cannot be read becomes a `Skipped` with the reason.
+
+Folders are walked with an explicit stack (no recursion: a folder 1,000 levels deep is fine),
+in sorted order, without following links to folders (each is listed as skipped). A name that
+exists as given is taken literally even when it holds glob characters (`rank[1].log`); a `**`
+glob follows links to folders once each, so a link to a parent folder cannot loop.
+"""
 from __future__ import annotations
 
 import glob
 import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import Skipped
 
 STDIN = "-"
+VANISHED = "no longer there: deleted or moved while firstfault ran"
 
 
 @dataclass(frozen=True)
@@ -21,6 +30,8 @@ class InputFile:
     path: Path | None = None
     content: bytes | None = None  # in-memory input (web uploads, tests)
     is_stdin: bool = False
+    max_bytes: int | None = None  # a gzip input stops expanding here (uploads)
+    notes: tuple[str, ...] = ()  # what was left out of it before the scan (reported as skipped)
 
 
 def expand_inputs(arguments: list[str]) -> tuple[list[InputFile], list[Skipped]]:
@@ -41,41 +52,133 @@ def expand_inputs(arguments: list[str]) -> tuple[list[InputFile], list[Skipped]]
     return inputs, skipped
 
 
-def _expand_one(argument: str, skipped: list[Skipped]):
-    if glob.has_magic(argument):
-        matches = sorted(glob.glob(argument, recursive=True))
+def _expand_one(argument: str, skipped: list[Skipped], listed: bool = False):
+    """`listed`: the path came from a glob or a folder listing, so if it is gone now it was
+    deleted while firstfault ran."""
+    if not listed and glob.has_magic(argument) and not os.path.lexists(argument):
+        matches = _glob(argument)
         if not matches:
             skipped.append(Skipped(argument, "no file matches this pattern"))
         for match in matches:
-            yield from _expand_one(match, skipped)
+            yield from _expand_one(match, skipped, listed=True)
         return
     path = Path(argument)
-    if path.is_dir():
+    kind = _kind(path)
+    if kind == "folder":
         yield from _walk(path, skipped)
-    elif path.is_file():
+    elif kind == "file":
         yield path, path.parent
-    elif path.exists():
-        skipped.append(Skipped(argument, "not a regular file (device, socket or pipe); pipe it to stdin with '-'"))
-    elif path.is_symlink():
-        skipped.append(Skipped(argument, "broken symbolic link"))
     else:
-        skipped.append(Skipped(argument, "no such file or directory"))
+        skipped.append(Skipped(argument, VANISHED if kind == "missing" and listed else _REASONS[kind]))
+
+
+_REASONS = {
+    "missing": "no such file or directory",
+    "broken-link": "broken symbolic link",
+    "special": "not a regular file (device, socket or pipe); pipe it to stdin with '-'",
+    "folder-link": "a link to a folder: not followed inside a folder walk (name it to read it)",
+    "unlistable": "cannot be examined (permission denied or path too long)",
+}
+
+
+def _kind(path: Path, follow_folders: bool = True) -> str:
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "broken-link" if os.path.islink(path) else "missing"
+    except OSError:
+        return "unlistable"
+    if stat.S_ISDIR(info.st_mode):
+        return "folder" if follow_folders or not os.path.islink(path) else "folder-link"
+    return "file" if stat.S_ISREG(info.st_mode) else "special"
 
 
 def _walk(root: Path, skipped: list[Skipped]):
-    def on_error(error: OSError) -> None:
-        skipped.append(Skipped(str(error.filename or root), f"cannot list folder: {error.strerror}"))
-
-    for folder, subfolders, files in os.walk(root, onerror=on_error, followlinks=False):
-        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
-        for name in sorted(files):
-            if name.startswith("."):
-                continue
-            path = Path(folder) / name
-            if path.is_file():
+    """Every file under `root`, sorted, depth first, without recursion or following links."""
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted((entry.name for entry in listing if not entry.name.startswith(".")))
+        except OSError as error:
+            skipped.append(Skipped(str(folder), f"cannot list folder: {error.strerror or error}"))
+            continue
+        subfolders = []
+        for name in entries:
+            path = folder / name
+            kind = _kind(path, follow_folders=False)
+            if kind == "file":
                 yield path, root
+            elif kind == "folder":
+                subfolders.append(path)
             else:
-                skipped.append(Skipped(str(path), "not a regular file or a broken link"))
+                skipped.append(Skipped(str(path), VANISHED if kind == "missing" else _REASONS[kind]))
+        stack.extend(reversed(subfolders))
+
+
+def _glob(pattern: str) -> list[str]:
+    """The paths a glob matches, sorted. Without `**` that is glob.glob; with it, a walk from
+    the pattern's fixed prefix that follows each folder (link or not) once."""
+    if "**" not in pattern:
+        return sorted(glob.glob(pattern))
+    parts = pattern.split(os.sep)
+    fixed = []
+    for part in parts:
+        if glob.has_magic(part):
+            break
+        fixed.append(part)
+    base = os.sep.join(fixed) or ("" if not pattern.startswith(os.sep) else os.sep)
+    regex = _pattern_regex(parts[len(fixed):])
+    matches, visited, stack = [], set(), [base or "."]
+    while stack:
+        folder = stack.pop()
+        try:
+            info = os.stat(folder)
+            if (info.st_dev, info.st_ino) in visited:
+                continue
+            visited.add((info.st_dev, info.st_ino))
+            with os.scandir(folder) as listing:
+                names = sorted(entry.name for entry in listing if not entry.name.startswith("."))
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(folder, name) if folder != "." or base else name
+            relative = os.path.relpath(path, base or ".")
+            if regex.fullmatch(relative.replace(os.sep, "/")):
+                matches.append(path)
+            if os.path.isdir(path):
+                stack.append(path)
+    return sorted(set(matches))
+
+
+def _pattern_regex(parts: list[str]) -> re.Pattern:
+    """Path components of a glob as one regex: `**` is any number of folders."""
+    pieces = ["(?:[^/]+/)*" if part == "**" else _component(part) + "/" for part in parts]
+    if parts and parts[-1] == "**":
+        pieces.append("[^/]+/")
+    pattern = "".join(pieces)
+    return re.compile(pattern[:-1] if pattern.endswith("/") else pattern)
+
+
+def _component(part: str) -> str:
+    """One glob component as a regex that never crosses a '/'."""
+    out, index = [], 0
+    while index < len(part):
+        char = part[index]
+        index += 1
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[" and part.find("]", index + 1 if part[index:index + 1] in ("!", "]") else index) > 0:
+            end = part.find("]", index + 1 if part[index:index + 1] in ("!", "]") else index)
+            body = part[index:end].replace("\\", "\\\\")
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            index = end + 1
+        else:
+            out.append(re.escape(char))
+    return "".join(out)
 
 
 def _input_for(path: Path, root: Path) -> InputFile:
@@ -86,10 +189,10 @@ def _input_for(path: Path, root: Path) -> InputFile:
     return InputFile(display=str(path), relative=relative, path=path)
 
 
-def in_memory_inputs(named_contents) -> list[InputFile]:
+def in_memory_inputs(named_contents, max_bytes: int | None = None) -> list[InputFile]:
     """Inputs for content already in memory: (name, bytes or str) pairs."""
     inputs = []
     for name, content in named_contents:
-        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
-        inputs.append(InputFile(display=name, relative=name, content=data))
+        data = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else bytes(content)
+        inputs.append(InputFile(display=name, relative=name, content=data, max_bytes=max_bytes))
     return inputs

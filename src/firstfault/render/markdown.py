@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from ..model import Diagnosis
+from .printable import printable_diagnosis
 from .diagnosis_text import (entry_or_none, fix_blocks, id_label, inputs_line, ranks_text, started_line,
                              verify_items, where, who)
 
@@ -22,6 +23,7 @@ def _code(text: str, language: str = "") -> list[str]:
 
 
 def render(diagnosis: Diagnosis, kb) -> str:
+    diagnosis = printable_diagnosis(diagnosis)  # log text may carry terminal escapes
     lines: list[str] = ["## firstfault diagnosis", ""]
     if diagnosis.status == "healthy":
         lines.append("**Healthy**: the logs show no failure.")

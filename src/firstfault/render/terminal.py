@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..model import Diagnosis
 from .entry_terminal import Style
+from .printable import printable_diagnosis
 from .diagnosis_text import (entry_or_none, fix_blocks, id_label, inputs_line, ranks_text, started_line,
                              verify_items, where, who)
 
@@ -21,6 +22,7 @@ class TerminalReport:
         return self._style(_ROLES.get(role, role), text) if role else text
 
     def render(self, diagnosis: Diagnosis) -> str:
+        diagnosis = printable_diagnosis(diagnosis)  # log text may carry terminal escapes
         lines = self._headline(diagnosis)
         if diagnosis.primary is not None:
             lines += self._evidence(diagnosis)

@@ -3,14 +3,16 @@
 `AlertBook.from_diagnosis` turns each new Diagnosis into at most one alert: `failure` when a first
 fault appears, `update` when the first fault changes (an earlier one arrived late) or its
 collateral grows; `from_hang` raises `hang` once per episode and `resolved` when progress resumes.
-Alerts carry plain values only, so every sink can render them without the engine.
+Alerts carry plain values only, so every sink can render them without the engine. Every alert
+is made in `_next`, which passes all its text through the masker: no sink sees an unmasked line.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
 
-from ..model import Diagnosis
+from ..mask import mask_secrets
+from ..model import Diagnosis, map_strings
 from ..render.contract import iso_time
 from .progress import HangVerdict
 
@@ -60,7 +62,8 @@ class Alert:
 class AlertBook:
     """Remembers what was said, so each change is said once."""
 
-    def __init__(self) -> None:
+    def __init__(self, masker=mask_secrets) -> None:
+        self.masker = masker  # text -> masked text: secrets, and hosts with --mask-hosts
         self.sequence = 0
         self.primary_key: tuple | None = None
         self.collateral_key: tuple = ()
@@ -72,7 +75,7 @@ class AlertBook:
 
     def _next(self, **values) -> Alert:
         self.sequence += 1
-        return Alert(sequence=self.sequence, **values)
+        return map_strings(Alert(sequence=self.sequence, **values), self.masker, skip={"kind", "failure_id"})
 
     def from_diagnosis(self, diagnosis: Diagnosis, now: float, settled: bool = False) -> Alert | None:
         """`settled`: no new input for a while (or the job ended): collateral-only verdicts may be said."""

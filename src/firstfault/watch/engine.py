@@ -12,6 +12,7 @@ from collections import Counter
 from ..errors import InputError
 from ..ingest.sources import InputFile
 from ..kb import load_knowledge_base
+from ..mask import HostMasker, mask_secrets
 from ..model import Diagnosis
 from ..pipeline import diagnose_scans, scanner_for
 from .alerts import Alert, AlertBook
@@ -30,8 +31,9 @@ class LiveEngine:
         self.scanner = scanner_for(self.kb)
         self.scans: dict[tuple, IncrementalScan] = {}
         self.tracker = ProgressTracker(after_seconds=hang_after, pattern=progress_pattern or DEFAULT_PROGRESS)
-        self.book = AlertBook()
+        self.book = AlertBook(masker=self.mask_text)
         self.mask_hosts = mask_hosts
+        self._host_masker = HostMasker()
         self.diagnosis: Diagnosis | None = None
         self.alerts: list[Alert] = []
         self._changed = False
@@ -108,6 +110,15 @@ class LiveEngine:
                 alerts.append(alert)
         self.alerts += alerts
         return alerts
+
+    def mask_text(self, text: str) -> str:
+        """The one masker for what leaves the watcher (alerts, metrics labels): secrets always,
+        host names and addresses with --mask-hosts, named as the diagnosis names them."""
+        text = mask_secrets(text)
+        if not self.mask_hosts:
+            return text
+        hosts = {host for scan in self.scans.values() for host in (scan.scan.hints.host, *scan.scan.nccl_hosts.values()) if host}
+        return self._host_masker.mask_text(text, hosts)
 
     def current_diagnosis(self) -> Diagnosis | None:
         scans = [scan.scan for scan in self.scans.values() if scan.scan.stats.lines]

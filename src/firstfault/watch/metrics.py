@@ -18,18 +18,20 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from ..mask import mask_secrets
 from .alerts import Alert
 from .sinks import Sink
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def _label(value) -> str:
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+def _label(value, mask=mask_secrets) -> str:
+    return mask(str(value)).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def _labels(**values) -> str:
-    return "{" + ",".join(f'{key}="{_label(value)}"' for key, value in values.items()) + "}"
+def _labels(mask=mask_secrets, **values) -> str:
+    """Label values pass the masker: a file name may hold a user name, a host or a token."""
+    return "{" + ",".join(f'{key}="{_label(value, mask)}"' for key, value in values.items()) + "}"
 
 
 class MetricsSink(Sink):
@@ -106,7 +108,7 @@ class MetricsSink(Sink):
                 "# TYPE firstfault_seconds_since_progress gauge"]
         for label, seconds in sorted(engine.tracker.seconds_since_progress(now).items()):
             entry = engine.tracker.ranks[label]
-            key = _labels(rank=entry.rank) if entry.rank is not None else _labels(source=label)
+            key = _labels(rank=entry.rank) if entry.rank is not None else _labels(getattr(engine, "mask_text", mask_secrets), source=label)
             out.append(f"firstfault_seconds_since_progress{key} {seconds:.3f}")
         out.append(f"firstfault_last_update_seconds {time.time():.3f}")
         return "\n".join(out) + "\n"

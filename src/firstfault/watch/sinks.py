@@ -10,6 +10,8 @@ import json
 import sys
 from datetime import datetime
 
+from ..model import map_strings
+from ..render.printable import printable
 from .alerts import Alert
 
 
@@ -36,6 +38,7 @@ class TerminalSink(Sink):
 
 
 def render_alert(alert: Alert) -> str:
+    alert = map_strings(alert, printable)  # log text may carry terminal escapes
     clock = datetime.fromtimestamp(alert.emitted_at).strftime("%H:%M:%S")
     lines = [f"[firstfault {clock}] {alert.headline()}"]
     if alert.source and alert.kind in ("failure", "update", "hang"):

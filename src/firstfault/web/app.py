@@ -7,6 +7,7 @@ the OpenAPI description is served as JSON plus a page of our own, not the CDN-ho
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from pathlib import Path
@@ -119,32 +120,29 @@ def create_app(db_path: str | Path | None = None, history: bool = True, limits: 
             message = f"nothing at {request.url.path}"
         return error_response(InputRejected(exc.status_code, code, message), wants_html(request), app.state.templates)
 
-    @app.exception_handler(Exception)
-    async def crashed(request: Request, exc: Exception):
-        # log the type only: the message of an exception raised on a log line may quote the raw line
-        log.error("internal error %s on %s %s", type(exc).__name__, request.method, request.url.path)
-        return error_response(InputRejected(500, "internal_error", "firstfault failed on this input",
-                                            "please report it with the firstfault version"), wants_html(request), app.state.templates)
-
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     for module in (pages_diagnose, pages_encyclopedia, pages_history, api):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=limits.max_request_bytes)
-    app.add_middleware(Guard, allowed_hosts=allowed_hosts, templates=app.state.templates)
+    app.add_middleware(Guard, allowed_hosts=allowed_hosts, templates=app.state.templates, limits=limits)
     return app
 
 
 class Guard:
-    """ASGI middleware: refuse unknown Host names and cross-site writes; add the security headers.
+    """ASGI middleware, the outermost: refuse unknown Host names and cross-site writes; add the
+    security headers; time out request bodies that stop arriving; close the connection after an
+    answer given before the body was read (a refused 300 MiB upload is not read to its end);
+    turn any unexpected error into a 500 whose log line names the exception type only.
 
     Pure ASGI rather than BaseHTTPMiddleware, so that an error raised while the body streams in
     reaches the app's exception handlers.
     """
 
-    def __init__(self, app, allowed_hosts: tuple[str, ...] | None, templates) -> None:
+    def __init__(self, app, allowed_hosts: tuple[str, ...] | None, templates, limits: Limits | None = None) -> None:
         self.app = app
         self.allowed_hosts = allowed_hosts
         self.templates = templates
+        self.limits = limits or Limits()
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -153,17 +151,31 @@ class Guard:
         request = Request(scope)
         refusal = self.refusal(request)
         if refusal is not None:
-            await error_response(refusal, wants_html(request), self.templates)(scope, receive, send)
+            await error_response(refusal, wants_html(request), self.templates)(scope, receive, _closing(send))
             return
+        body = _BodyWatch(receive, self.limits)
+        started = False
 
         async def send_with_headers(message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 present = {name.lower() for name, _ in message.get("headers", [])}
                 extra = [(name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items() if name.encode() not in present]
+                if not body.done and b"connection" not in present:
+                    extra.append((b"connection", b"close"))  # the rest of the body is not worth reading
                 message = {**message, "headers": list(message.get("headers", [])) + extra}
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, body.receive, send_with_headers)
+        except Exception as exc:  # noqa: BLE001 - the one place an unexpected error becomes a 500
+            # log the type only: the message of an exception raised on a log line may quote the raw line
+            log.error("internal error %s on %s %s", type(exc).__name__, scope.get("method"), scope.get("path"))
+            if not started:
+                error = InputRejected(500, "internal_error", "firstfault failed on this input",
+                                      "please report it with the firstfault version")
+                await error_response(error, wants_html(request), self.templates)(scope, body.receive, send_with_headers)
 
     def refusal(self, request: Request) -> InputRejected | None:
         host = host_name(request.headers.get("host", ""))
@@ -171,10 +183,46 @@ class Guard:
             # a DNS-rebinding page reaches us under its own name: refuse any name we were not started as
             return InputRejected(421, "wrong_host", f"this server does not answer for {host[:100]!r}")
         if request.method not in ("GET", "HEAD", "OPTIONS"):
+            # `Origin: null` comes from sandboxed frames and data: URLs: as foreign as any other site
             origin = request.headers.get("origin")
-            if origin and origin != "null" and origin.split("://", 1)[-1] != request.headers.get("host"):
+            if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
+                return InputRejected(403, "cross_origin", "requests from other sites are refused")
+            if request.headers.get("sec-fetch-site") == "cross-site":
                 return InputRejected(403, "cross_origin", "requests from other sites are refused")
         return None
+
+
+def _closing(send):
+    """`send` with `Connection: close` on the response: the request's body is left unread."""
+    async def wrapped(message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": list(message.get("headers", [])) + [(b"connection", b"close")]}
+        await send(message)
+    return wrapped
+
+
+class _BodyWatch:
+    """The request body as it arrives: whether it is complete, and a time limit on each wait
+    (idle) and on all of it (total), so a client that stops sending frees its slot."""
+
+    def __init__(self, receive, limits: Limits) -> None:
+        self._receive = receive
+        self._limits = limits
+        self._deadline = time.monotonic() + limits.body_timeout
+        self.done = False
+
+    async def receive(self):
+        if self.done:
+            return await self._receive()  # afterwards only `http.disconnect` comes, whenever it does
+        left = self._deadline - time.monotonic()
+        try:
+            message = await asyncio.wait_for(self._receive(), max(0.0, min(self._limits.body_idle_timeout, left)))
+        except asyncio.TimeoutError:
+            raise InputRejected(408, "request_timeout", "the request body stopped arriving in time",
+                                "send the whole request at once; large uploads go faster as .tar.gz") from None
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self.done = True
+        return message
 
 
 def render(request: Request, template: str, status_code: int = 200, **context):

@@ -2,6 +2,9 @@
 
 Nothing here writes a file: members are read into bytes with a bounded read, so a member that
 lies about its size (a decompression bomb) is stopped at the byte where it crosses the limit.
+Every byte decompressed, at any depth (a .gz inside a .gz, gzip bytes sent as JSON text),
+counts against the request's expansion limit, and gzip that expands a thousandfold is refused
+after its first 16 MiB.
 A member whose path leaves the archive (`../`, an absolute path, a drive letter) rejects the whole
 archive: that is an attack, not a log folder. Links, devices and nested archives are skipped with
 a note, since logs are never among them.
@@ -17,11 +20,13 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 
+from ..ingest.encoding import BINARY_SAMPLE, looks_binary
+from ..ingest.gzip_stream import GZIP_MAGIC
 from ..mask import mask_secrets
 from .limits import Limits, malformed, size, too_large
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
-_BINARY_PROBE = 8192
+_RATIO_CHECKED_AFTER = 16 * 1024 * 1024  # expanded bytes; below this any ratio is fine
 _NESTED_SUFFIXES = (".zip", ".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tar.xz", ".7z", ".rar")
 
 
@@ -46,13 +51,23 @@ class Budget:
                 f"more than {self.limits.max_files} log files in one request",
                 "send the logs of the ranks that failed first, or one file per node",
             )
+        while data[:2] == GZIP_MAGIC:  # gzip within gzip, or gzip bytes given as text: each layer counts
+            self.charge(len(data))
+            data = _bounded_gunzip(data, self.bytes_left, name, self.limits)
+            name = name[:-3] if name.lower().endswith(".gz") else name
         if len(data) > self.bytes_left:
             raise _expanded_too_large(self.limits)
-        if b"\x00" in data[:_BINARY_PROBE]:
+        if looks_binary(data[:BINARY_SAMPLE]):
             self.notes.append(f"{_shown(name)}: skipped, binary content")
             return
         self.total_bytes += len(data)
         self.files.append((name, data))
+
+    def charge(self, count: int) -> None:
+        """Count bytes that were expanded on the way to a file (an outer gzip layer)."""
+        if count > self.bytes_left:
+            raise _expanded_too_large(self.limits)
+        self.total_bytes += count
 
 
 def _expanded_too_large(limits: Limits):
@@ -83,15 +98,23 @@ def _skipped_name(name: str) -> bool:
 
 
 def _bounded_gunzip(data: bytes, limit: int, name: str, limits: Limits) -> bytes:
-    """Decompress gzip data; refuse once the output passes `limit` bytes."""
+    """Decompress gzip data; refuse once the output passes `limit` bytes, or once it passes
+    16 MiB at a ratio only a bomb reaches (real logs compress 10-100:1)."""
+    out = bytearray()
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
-            out = stream.read(limit + 1)
+            while True:
+                piece = stream.read(1 << 20)
+                if not piece:
+                    break
+                out += piece
+                if len(out) > limit:
+                    raise _bomb(name, limits)
+                if len(out) > _RATIO_CHECKED_AFTER and len(out) > limits.max_compression_ratio * max(stream.fileobj.tell(), 1):
+                    raise _bomb(name, limits)
     except (OSError, EOFError, zlib.error) as exc:
         raise malformed("bad_archive", f"{_shown(name)}: not a readable gzip file ({exc})") from None
-    if len(out) > limit:
-        raise _bomb(name, limits)
-    return out
+    return bytes(out)
 
 
 def _bomb(name: str, limits: Limits):
@@ -111,7 +134,7 @@ def expand(name: str, data: bytes, budget: Budget) -> None:
     limits = budget.limits
     if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         _expand_zip(name, data, budget)
-    elif data[:2] == b"\x1f\x8b":
+    elif data[:2] == GZIP_MAGIC:
         # a .tar.gz holds headers and padding besides the logs, so allow one block per member
         plain = _bounded_gunzip(data, budget.bytes_left + 512 * limits.max_archive_members, name, limits)
         if _is_tar(plain):
@@ -120,7 +143,7 @@ def expand(name: str, data: bytes, budget: Budget) -> None:
             if len(plain) > budget.bytes_left:
                 raise _bomb(name, limits)
             inner = name[:-3] if name.lower().endswith(".gz") else name
-            budget.add(inner, plain)
+            budget.add(inner, plain)  # a gzip inside is expanded there, and counted
     elif _is_tar(data):
         _expand_tar(name, data, budget)
     else:
@@ -197,7 +220,4 @@ def _expand_tar(name: str, data: bytes, budget: Budget) -> None:
 
 
 def _add_member(archive: str, path: str, content: bytes, budget: Budget) -> None:
-    if content[:2] == b"\x1f\x8b":  # rank0.log.gz inside a folder archive
-        content = _bounded_gunzip(content, budget.bytes_left, f"{archive}/{path}", budget.limits)
-        path = path[:-3] if path.lower().endswith(".gz") else path
-    budget.add(path, content)
+    budget.add(path, content)  # rank0.log.gz inside a folder archive is expanded (and counted) there

@@ -6,13 +6,14 @@ ingress; nothing here keeps, logs or echoes it.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
+from urllib.parse import parse_qsl
 
 from starlette.datastructures import UploadFile
-from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
+from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..ingest.structured import loads_json
 from ..mask import mask_secrets
 from .archives import Budget, expand
 from .limits import InputRejected, Limits, malformed, size, too_large
@@ -34,6 +35,16 @@ def upload_name(raw: str | None, fallback: str) -> str:
     """A display name for an upload: a relative path with no `..`, secrets masked, or the fallback."""
     parts = [part for part in (raw or "").replace("\\", "/").split("/") if part not in ("", ".", "..")]
     return mask_secrets("/".join(parts)[-200:]) or fallback
+
+
+def text_bytes(text: str) -> bytes:
+    """A pasted text as bytes: surrogate escapes (`\\udc8b`) stand for the bytes they escape; any
+    other lone surrogate (`\\ud800`) becomes the bytes of an invalid UTF-8 sequence, which the reader
+    reports and replaces."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 def count_lines(data: bytes) -> int:
@@ -64,7 +75,7 @@ async def read_form(request, limits: Limits) -> list[tuple[str, str | UploadFile
             parser.spool_max_size = limits.max_request_bytes + 1  # never roll over to a temp file
             form = await parser.parse()
         elif content_type.startswith("application/x-www-form-urlencoded"):
-            form = await FormParser(request.headers, request.stream(), max_part_size=limits.max_request_bytes).parse()
+            return await _read_urlencoded(request, limits)
         else:
             raise InputRejected(415, "unsupported_media_type", f"cannot read a {content_type or 'missing'} content type",
                                 "send multipart/form-data, application/json or text/plain")
@@ -73,6 +84,28 @@ async def read_form(request, limits: Limits) -> list[tuple[str, str | UploadFile
             raise malformed("too_many_files", f"more than {limits.max_files} files in one request") from None
         raise malformed("malformed_multipart", f"malformed multipart body: {exc.message}") from None
     return list(form.multi_items())
+
+
+async def _read_urlencoded(request, limits: Limits) -> list[tuple[str, str]]:
+    """A small urlencoded form, read whole (never more than max_form_bytes) and parsed at once."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.max_form_bytes:
+        raise _form_too_large(limits)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limits.max_form_bytes:
+            raise _form_too_large(limits)
+    try:
+        return parse_qsl(body.decode("latin-1"), keep_blank_values=True, max_num_fields=64, encoding="utf-8",
+                         errors="surrogateescape")
+    except ValueError:
+        raise malformed("malformed_form", "more than 64 form fields") from None
+
+
+def _form_too_large(limits: Limits):
+    return too_large("form_too_large", f"a urlencoded form over {size(limits.max_form_bytes)}",
+                     "send logs as multipart/form-data (curl -F files=@rank0.log), JSON or text/plain")
 
 
 async def submission_from_form(request, limits: Limits) -> Submission:
@@ -96,7 +129,7 @@ async def submission_from_form(request, limits: Limits) -> Submission:
         elif key == "sample":
             sample = value
     for index, text in enumerate(pasted):
-        budget.add("pasted.log" if index == 0 else f"pasted-{index + 1}.log", text.encode("utf-8", "surrogateescape"))
+        budget.add("pasted.log" if index == 0 else f"pasted-{index + 1}.log", text_bytes(text))
     if sample and not budget.files:
         return Submission(sample=sample, mask_hosts=mask_hosts)
     return finish(budget, mask_hosts)
@@ -109,9 +142,9 @@ async def submission_from_body(request, limits: Limits, mask_hosts: bool) -> Sub
     budget = Budget(limits)
     if content_type.startswith("application/json"):
         try:
-            payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise malformed("malformed_json", f"the body is not valid JSON ({exc.__class__.__name__})") from None
+            payload = loads_json(body, max_depth=limits.max_json_depth)
+        except ValueError as exc:  # also nested too deep, NaN, 1e999
+            raise malformed("malformed_json", f"the body is not valid JSON for this API ({exc.__class__.__name__})") from None
         if not isinstance(payload, dict):
             raise malformed("malformed_json", "the JSON body must be an object with `text` or `files`")
         unknown = set(payload) - {"text", "name", "files", "mask_hosts"}
@@ -128,9 +161,9 @@ async def submission_from_body(request, limits: Limits, mask_hosts: bool) -> Sub
         if isinstance(payload.get("mask_hosts"), bool):
             mask_hosts = mask_hosts or payload["mask_hosts"]
         if text:
-            budget.add(upload_name(payload.get("name") if isinstance(payload.get("name"), str) else None, "pasted.log"), text.encode("utf-8", "surrogateescape"))
+            budget.add(upload_name(payload.get("name") if isinstance(payload.get("name"), str) else None, "pasted.log"), text_bytes(text))
         for index, item in enumerate(files):
-            budget.add(upload_name(item.get("name"), f"file-{index + 1}.log"), item["text"].encode("utf-8", "surrogateescape"))
+            budget.add(upload_name(item.get("name"), f"file-{index + 1}.log"), text_bytes(item["text"]))
     elif content_type.startswith("text/plain") or content_type == "":
         if body.strip():
             expand("pasted.log", body, budget)

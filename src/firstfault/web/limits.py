@@ -22,6 +22,16 @@ class Limits:
     # 1032:1, which only constant filler reaches (repetitive logs compress 10-100:1)
     max_compression_ratio: int = 1000
     max_concurrent: int = 2  # diagnoses running at once; more requests wait their turn (memory, 2-core hosts)
+    # urlencoded bodies are the page's small forms (a sample's name, a delete button); logs come
+    # as multipart, JSON or text, whose parsers do not blow a body up ~60 times in memory
+    max_form_bytes: int = 1 * MiB
+    max_json_depth: int = 8  # {"files": [{"name": ..., "text": ...}]} is 3 deep
+    # slow clients: a request's head must arrive within head_timeout seconds of the connection
+    # (or of the previous response); its body may pause at most body_idle_timeout seconds and
+    # take at most body_timeout seconds in all
+    head_timeout: float = 10.0
+    body_idle_timeout: float = 15.0
+    body_timeout: float = 300.0
 
 
 def size(count: int) -> str:

@@ -27,7 +27,8 @@ async def diagnose(app, submission: Submission) -> tuple[Diagnosis, dict]:
     try:
         async with slots:
             diagnosis = await run_in_threadpool(
-                pipeline.diagnose_texts, files, mask_hosts=submission.mask_hosts, kb=app.state.kb
+                pipeline.diagnose_texts, files, mask_hosts=submission.mask_hosts, kb=app.state.kb,
+                max_input_bytes=app.state.limits.max_total_bytes,
             )
     except NotImplementedError:
         raise InputRejected(503, "engine_unavailable", "the diagnosis engine is not available in this build",
