@@ -40,7 +40,7 @@ class ErrorRecord:
 def parse_error_record(data: bytes | str) -> ErrorRecord | None:
     """The record in a torchelastic error file, or None when the content is not one."""
     try:
-        document = loads_json(data, max_depth=16)
+        document = loads_json(data, max_depth=16, lenient=True)
     except ValueError:  # not JSON, or JSON no error file holds (NaN, 1e999, 100,000 deep)
         return None
     if not isinstance(document, dict):

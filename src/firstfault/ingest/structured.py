@@ -18,11 +18,15 @@ class TooComplex(ValueError):
     """The value is nested too deep, holds too many items, or a number that is not finite."""
 
 
-def loads_json(data: bytes | str, *, max_depth: int = MAX_DEPTH, max_nodes: int | None = None):
+def loads_json(data: bytes | str, *, max_depth: int = MAX_DEPTH, max_nodes: int | None = None, lenient: bool = False):
     """json.loads that refuses NaN, Infinity and 1e999 and whatever is nested beyond `max_depth`
-    (ValueError, or TooComplex which is one)."""
+    (ValueError, or TooComplex which is one). `lenient`: such numbers are read as their text
+    (`"Infinity"`), for a caller that checks each field it uses and says which it left out."""
     try:
-        value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+        if lenient:
+            value = json.loads(data, parse_constant=str, parse_float=lambda text: _finite_float(text) if _finite(text) else text)
+        else:
+            value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
     except RecursionError:
         raise TooComplex("nested deeper than any such file is") from None
     except UnicodeDecodeError as exc:
@@ -33,6 +37,10 @@ def loads_json(data: bytes | str, *, max_depth: int = MAX_DEPTH, max_nodes: int 
 
 def _refuse_constant(name: str):
     raise TooComplex(f"{name} is not a number a log tool can use")
+
+
+def _finite(text: str) -> bool:
+    return math.isfinite(float(text))
 
 
 def _finite_float(text: str) -> float:

@@ -11,7 +11,6 @@ a note, since logs are never among them.
 """
 from __future__ import annotations
 
-import gzip
 import io
 import re
 import stat
@@ -27,6 +26,7 @@ from .limits import Limits, malformed, size, too_large
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _RATIO_CHECKED_AFTER = 16 * 1024 * 1024  # expanded bytes; below this any ratio is fine
+_GUNZIP_PIECE = 64 * 1024
 _NESTED_SUFFIXES = (".zip", ".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tar.xz", ".7z", ".rar")
 
 
@@ -98,20 +98,30 @@ def _skipped_name(name: str) -> bool:
 
 
 def _bounded_gunzip(data: bytes, limit: int, name: str, limits: Limits) -> bytes:
-    """Decompress gzip data; refuse once the output passes `limit` bytes, or once it passes
-    16 MiB at a ratio only a bomb reaches (real logs compress 10-100:1)."""
+    """Decompress gzip data (every member); refuse once the output passes `limit` bytes, or
+    passes 16 MiB at a ratio only a bomb reaches (real logs compress 10-100:1)."""
     out = bytearray()
+    position = 0  # into data: what the decoders consumed
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
-            while True:
-                piece = stream.read(1 << 20)
+        while position < len(data):
+            if data[position:position + 2] != b"\x1f\x8b":
+                if data[position:].strip(b"\x00"):  # zero padding after the last member is allowed
+                    raise OSError("trailing data after the gzip stream")
+                break
+            decoder = zlib.decompressobj(31)
+            while not decoder.eof:
+                piece = data[position:position + _GUNZIP_PIECE]
                 if not piece:
-                    break
-                out += piece
-                if len(out) > limit:
-                    raise _bomb(name, limits)
-                if len(out) > _RATIO_CHECKED_AFTER and len(out) > limits.max_compression_ratio * max(stream.fileobj.tell(), 1):
-                    raise _bomb(name, limits)
+                    raise EOFError("the gzip data ends early")
+                while piece:
+                    out += decoder.decompress(piece, 1 << 20)
+                    used = len(piece) - len(decoder.unconsumed_tail) - len(decoder.unused_data)
+                    position += used
+                    piece = decoder.unconsumed_tail
+                    if len(out) > limit or (len(out) > _RATIO_CHECKED_AFTER and len(out) > limits.max_compression_ratio * position):
+                        raise _bomb(name, limits)
+                    if decoder.eof:
+                        break
     except (OSError, EOFError, zlib.error) as exc:
         raise malformed("bad_archive", f"{_shown(name)}: not a readable gzip file ({exc})") from None
     return bytes(out)
