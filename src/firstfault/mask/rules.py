@@ -28,7 +28,7 @@ def is_placeholder(value: str) -> bool:
 def credential_like(value: str, minimum: int) -> bool:
     """Whether a value of a loosely named key (`token`, `key`) looks like a credential rather
     than a word, a number or a dotted name (`layers.0.weight`)."""
-    if len(value) < minimum or any(char.isspace() for char in value) or value.isdigit():
+    if len(value) < minimum or any(char.isspace() for char in value) or value.isdigit() and len(value) < 12:
         return False
     if _DOTTED_IDENTIFIER.fullmatch(value):
         return False
@@ -118,7 +118,8 @@ def _unquote(value: str) -> tuple[str, str, str]:
 
 _NEXT_ITEM = re.compile(r"[ \t](?=[A-Za-z_][A-Za-z0-9_.\-]{0,60}[=:])|\n")
 _ENV_KEY = re.compile(r"[A-Z][A-Z0-9_]*")
-_NESTED_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,60}[=:]")
+_CODE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,60}(?:\.[A-Za-z_][A-Za-z0-9_]{0,60}){0,8}")
+_NESTED_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,60}=[^=]")
 
 
 class KeyValueRule:
@@ -157,8 +158,9 @@ class KeyValueRule:
         opening, inner, closing = _unquote(match.group("value"))
         text = match.string
         following = text[match.end():match.end() + 1]
-        if not opening and (following in ("(", "[") or _NESTED_KEY.match(inner)):
-            return unchanged  # code (`password = getpass.getpass()`), or a key of its own (`credentials: key=...`)
+        code = following in ("(", "[") and match.group("sep").strip() == "=" and " " in match.group("sep") and _CODE_NAME.fullmatch(inner)
+        if not opening and (code or _NESTED_KEY.match(inner)):
+            return unchanged  # source code (`password = getpass.getpass()`), or a key of its own (`credentials: key=...`)
         key = match.group("key")
         if not self.names.hides(key, inner):
             return unchanged
@@ -213,7 +215,7 @@ class ArgvRule:
 
 
 _URL = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s\"'`<>]{1,%d}" % (2 * MAX_VALUE))
-_HOST_AFTER_AT = re.compile(r"[A-Za-z0-9\[][A-Za-z0-9.\-:\]%]{0,253}(?:[/?#]|$)")
+_HOST_AFTER_AT = re.compile(r"[A-Za-z0-9\[]")  # a host name or an [IPv6] address starts there
 
 
 class UrlCredentialsRule:

@@ -1,0 +1,182 @@
+"""Property tests (Hypothesis) over what reads untrusted input: the reader, the scanner, the
+masker, the side-file loaders and the upload expander. Each property is bounded (examples and a
+deadline per example) so the set runs in well under a minute; no example database is written."""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import pickle
+from datetime import timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from firstfault.dumps import analyze_contents, parse_dump, parse_stack_text
+from firstfault.dumps.stacks import looks_like_stacks
+from firstfault.errors import InputError
+from firstfault.ingest.error_records import parse_error_record, record_as_log
+from firstfault.ingest.reader import ReadStats, Unreadable, read_blocks
+from firstfault.ingest.sources import InputFile
+from firstfault.kb import load_knowledge_base
+from firstfault.mask import mask_secrets
+from firstfault.pipeline import scanner_for
+from firstfault.web.archives import Budget, expand
+from firstfault.web.limits import InputRejected, Limits
+
+FUZZ = settings(max_examples=120, deadline=timedelta(seconds=3), database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SCANNER = scanner_for(load_knowledge_base())
+
+# pieces real logs are made of, and the odd ones that break parsers
+FRAGMENTS = st.sampled_from([
+    "[rank", "[default", "]:", "[rank3]:[default3]:", " NCCL INFO ", "gpu-node-07:2231:2231 [3] NCCL ", "2026-03-01 10:00:00,123 ",
+    "E1202 16:50:01.123000 ", "Traceback (most recent call last):", 'File "train.py", line 3, in <module>', "RuntimeError: ",
+    "CUDA error: device-side assert triggered", "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=",
+    "exitcode: -9", "local_rank: ", "(pid: ", ")", "\r", "\t", "\x1b[2J", "\x00", "é", "中", "\ud800"[:0], "=", ":", "'", '"',
+    "password=", "--token ", "://", "@", "eyJ", "-----BEGIN PRIVATE KEY-----", "9" * 5000, "1e999", "NaN", "home/", "\\",
+])
+LOG_TEXT = st.lists(st.one_of(FRAGMENTS, st.text(max_size=40), st.integers(-10**30, 10**30).map(str)), max_size=60).map("".join)
+
+
+def _read(content: bytes) -> list[bytes]:
+    stats = ReadStats()
+    try:
+        return [block.data for block in read_blocks(InputFile(display="x", relative="x", content=content), stats, decode=False)]
+    except Unreadable:
+        return []
+
+
+@FUZZ
+@given(st.binary(max_size=3000), st.sampled_from(["plain", "gzip", "gzip-cut", "gzip-flipped", "utf16"]))
+def test_the_reader_never_raises(data, form):
+    if form == "gzip":
+        data = gzip.compress(data)
+    elif form == "gzip-cut":
+        data = gzip.compress(data)[:max(2, len(data) // 2)]
+    elif form == "gzip-flipped":
+        packed = bytearray(gzip.compress(data))
+        packed[len(packed) // 2] ^= 0x55
+        data = bytes(packed)
+    elif form == "utf16":
+        data = b"\xff\xfe" + data
+    _read(data)
+
+
+@FUZZ
+@given(st.lists(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=80), min_size=1, max_size=50))
+def test_plain_text_reads_back_line_for_line(lines):
+    text = "\n".join(lines) + "\n"
+    blocks = _read(text.encode())
+    if not text.strip("\n"):
+        return
+    assert b"\n".join(blocks).decode() + "\n" == text
+
+
+@FUZZ
+@given(LOG_TEXT)
+def test_the_scanner_never_raises(text):
+    content = text.encode("utf-8", "surrogatepass")
+    scan = SCANNER.scan(InputFile(display="rank1.log", relative="rank1.log", content=content))
+    for hit in scan.hits:
+        assert isinstance(hit.text, str)
+
+
+@FUZZ
+@given(st.one_of(LOG_TEXT, st.text(max_size=3000)))
+def test_masking_never_raises_and_is_stable(text):
+    masked = mask_secrets(text)
+    assert isinstance(masked, str)
+    assert mask_secrets(masked) == masked
+
+
+SEPARATORS = st.text(alphabet=" :;,()[]|", min_size=1, max_size=6)  # what stands between words on a log line
+SECRET = st.from_regex(r"[A-Za-z0-9]{12,28}", fullmatch=True)
+FORMS = st.sampled_from([
+    "password={}", "DB_PASSWORD={}", "--password {}", "--token={}", "'--api-key', '{}'", '"--secret", "{}"', '"token": "{}"',
+    "api_key: {}", "postgres://trainer:{}@db:5432/runs", "redis://:{}@cache:6379", "https://x.example/a?token={}&page=2",
+    "Authorization: Bearer {}", "Authorization: Basic {}", "MY_SERVICE_SECRET={}", "Cookie: session={}; theme=dark",
+    "wandb.login(key='{}')", "machine h login u password {}", "secret_key='{}'", "client_secret={}", "x-api-key: {}",
+])
+
+
+@FUZZ
+@given(SEPARATORS, FORMS, SECRET, SEPARATORS)
+def test_a_planted_secret_never_survives(before, form, secret, after):
+    line = "[rank1]: RuntimeError: boom" + before + form.format(secret) + after
+    assert secret not in mask_secrets(line)
+
+
+JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-(10**40), 10**40), st.floats(allow_nan=True, allow_infinity=True),
+                        st.text(max_size=20), st.sampled_from(["nan", "inf", "-inf", "1e300", "Infinity", ""]))
+JSON_VALUES = st.recursive(JSON_LEAVES, lambda children: st.one_of(st.lists(children, max_size=5),
+                                                                   st.dictionaries(st.text(max_size=12), children, max_size=5)),
+                           max_leaves=40)
+RECORD_KEYS = st.sampled_from(["message", "extraInfo", "py_callstack", "timestamp", "time", "rank", "local_rank", "pid", "host"])
+RECORDS = st.fixed_dictionaries({"message": st.one_of(st.text(max_size=30), st.fixed_dictionaries(
+    {"message": st.text(max_size=30), "extraInfo": st.dictionaries(RECORD_KEYS, JSON_LEAVES, max_size=8)}))})
+
+
+@FUZZ
+@given(st.one_of(RECORDS, JSON_VALUES))
+def test_error_records_never_raise(value):
+    for text in (json.dumps(value, allow_nan=True), json.dumps(value, allow_nan=True)[:-1]):
+        record = parse_error_record(text)
+        if record is not None:
+            assert isinstance(record_as_log(record), str)
+
+
+DUMP_ENTRY = st.dictionaries(st.sampled_from(["record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "op_id",
+                                              "profiling_name", "is_p2p", "state", "input_sizes", "output_sizes", "input_dtypes",
+                                              "time_created_ns", "frames"]), JSON_VALUES, max_size=10)
+DUMPS = st.fixed_dictionaries({"version": JSON_LEAVES, "entries": st.lists(DUMP_ENTRY, max_size=4)},
+                              optional={"pg_config": JSON_VALUES, "pg_status": JSON_VALUES})
+
+
+@FUZZ
+@given(st.one_of(DUMPS, JSON_VALUES), st.sampled_from(["json", "pickle"]))
+def test_flight_recorder_loading_raises_only_input_errors(value, form):
+    data = json.dumps(value, allow_nan=True).encode() if form == "json" else pickle.dumps(value, protocol=2)
+    try:
+        parse_dump(data, "fr_trace_rank_0", 0)
+    except InputError:
+        pass
+    report = analyze_contents([("fr_trace_rank_0", data), ("fr_trace_rank_1", data)])
+    assert report is not None
+
+
+@FUZZ
+@given(st.binary(max_size=600))
+def test_arbitrary_pickle_bytes_raise_only_input_errors(data):
+    try:
+        parse_dump(b"\x80\x02" + data, "fr_trace_rank_0", 0)
+    except InputError:
+        pass
+
+
+@FUZZ
+@given(LOG_TEXT)
+def test_stack_dump_parsing_never_raises(text):
+    assert looks_like_stacks(text.encode("utf-8", "surrogatepass")[:65536]) in (True, False)
+    parse_stack_text(text, "stacks_rank_0.txt", 0)
+
+
+@FUZZ
+@given(st.binary(max_size=2000), st.sampled_from(["raw", "gzip", "gzip-gzip", "zip-magic", "tar-magic"]),
+       st.text(max_size=40))
+def test_upload_expansion_raises_only_refusals(data, form, name):
+    if form == "gzip":
+        data = gzip.compress(data)
+    elif form == "gzip-gzip":
+        data = gzip.compress(gzip.compress(data))
+    elif form == "zip-magic":
+        data = b"PK\x03\x04" + data
+    elif form == "tar-magic":
+        data = data.ljust(262, b"\0")[:257] + b"ustar" + data
+    budget = Budget(Limits(max_total_bytes=1 << 20))
+    try:
+        expand(name or "upload.log", data, budget)
+    except InputRejected as error:
+        assert 400 <= error.status < 500
+    assert budget.total_bytes <= 1 << 20
+    assert all(not math.isnan(len(content)) for _, content in budget.files)
