@@ -24,6 +24,8 @@ NOT_FOUND = {404: {"description": "no such item, or the history is off", "conten
 ERRORS = {
     status: {"description": text, "content": {"application/json": {"schema": ERROR_SCHEMA}}}
     for status, text in (
+        (403, "a write from another site (any Origin but this server's, `null` included)"),
+        (408, "the request body stopped arriving (see --client-timeout)"),
         (413, "request, expanded logs or line count over the limit"),
         (415, "a body that is not multipart/form-data, application/json or text/plain"),
         (422, "malformed input: no logs, bad JSON or multipart, bad or unsafe archive, too many files"),
