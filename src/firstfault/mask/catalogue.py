@@ -16,14 +16,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import FirstfaultError, Problem
-from .rules import RULES, SecretNames, is_placeholder
+from .rules import RULES, LazyPattern, SecretNames, is_placeholder
 
 CATALOGUE = Path(__file__).parent / "detectors.yaml"
 KINDS = ("token", "generic", "pii")
 MARKS = ("«", "»")
-_ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-_REPLACEMENT = re.compile(r"<[a-z0-9-]{2,40}>")
-_PLACEHOLDERS = re.compile(r"<[a-z0-9-]{2,40}>")
+_ID = LazyPattern(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_REPLACEMENT = LazyPattern(r"<[a-z0-9-]{2,40}>")
 _REQUIRED = ("id", "title", "kind", "examples", "near_misses")
 _OPTIONAL = ("reference", "literals", "pattern", "rule", "replacement")
 _NAME_LISTS = ("strong", "weak", "glued", "not_secret", "query")
@@ -92,14 +91,24 @@ class Masker:
     def __init__(self, catalogue: Catalogue) -> None:
         self.catalogue = catalogue
         self.detectors = [Detector(spec, catalogue.names) for spec in catalogue.detectors]
+        # one test per distinct literal per text (most texts hold none), not one per detector
+        self._always = frozenset(index for index, detector in enumerate(self.detectors) if not detector.literals)
+        by_literal: dict[str, set[int]] = {}
+        for index, detector in enumerate(self.detectors):
+            for literal in detector.literals:
+                by_literal.setdefault(literal, set()).add(index)
+        self._by_literal = tuple((literal, frozenset(indices)) for literal, indices in by_literal.items())
 
     def mask(self, text: str) -> str:
         if not text:
             return text
         lowered = text.lower()
-        for detector in self.detectors:
-            if detector.applies_to(lowered):
-                text = detector.apply(text)
+        active = set(self._always)
+        for literal, indices in self._by_literal:
+            if literal in lowered:
+                active |= indices
+        for index in sorted(active):
+            text = self.detectors[index].apply(text)
         return text
 
 

@@ -9,19 +9,20 @@ diagnosis names (huggingface.co, pypi.org, ...) and loopback addresses stay as t
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import re
 from functools import lru_cache
 
-_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]*\d)")
-_IPV6 = re.compile(r"(?<![A-Za-z0-9:.])(?:[0-9A-Fa-f]{1,4}:|:){2,7}(?::|[0-9A-Fa-f]{1,4})(?:%[A-Za-z0-9]{1,15})?(?![A-Za-z0-9:])")
+from .rules import LazyPattern
+
+_IPV4 = LazyPattern(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]*\d)")
+_IPV6 = LazyPattern(r"(?<![A-Za-z0-9:.])(?:[0-9A-Fa-f]{1,4}:|:){2,7}(?::|[0-9A-Fa-f]{1,4})(?:%[A-Za-z0-9]{1,15})?(?![A-Za-z0-9:])")
 _TLDS = ("com|net|org|io|ai|co|dev|cloud|internal|local|lan|corp|intra|cluster|svc|edu|gov|mil|int|info|biz|app|"
          "us|uk|de|fr|nl|se|ch|jp|kr|cn|in|ca|au|eu|ru|br|es|it|pl|sg|tw|il|no|fi|dk|at|be|cz|ie|nz|arpa|site|tech|xyz")
-_FQDN = re.compile(r"(?<![A-Za-z0-9_.\-/])(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.){2,8}(?:" + _TLDS + r")(?![A-Za-z0-9_\-]|\.[A-Za-z0-9])")
-_CONTEXT = re.compile(
+_FQDN = LazyPattern(r"(?<![A-Za-z0-9_.\-/])(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.){2,8}(?:" + _TLDS + r")(?![A-Za-z0-9_\-]|\.[A-Za-z0-9])")
+_CONTEXT = LazyPattern(
     r"(?i)(?:\b(?:host(?:_?name)?|node(?:_?name)?|master_addr|addr(?:ess)?|server|peer|endpoint|machine)[\"']?[ \t]{0,3}[=:][ \t]{0,3}[\"']?"
     r"|\b(?:on|from|to) (?:host|node) )(?P<name>[A-Za-z][A-Za-z0-9\-]{1,62})(?![A-Za-z0-9\-])")
-_NAME_PORT = re.compile(r"(?<![A-Za-z0-9_.:/\-])(?P<name>[A-Za-z][A-Za-z0-9\-]{1,62}(?:\.[A-Za-z][A-Za-z0-9\-]{0,62}){0,6}):(?P<port>\d{2,5})(?![\d.:])")
+_NAME_PORT = LazyPattern(r"(?<![A-Za-z0-9_.:/\-])(?P<name>[A-Za-z][A-Za-z0-9\-]{1,62}(?:\.[A-Za-z][A-Za-z0-9\-]{0,62}){0,6}):(?P<port>\d{2,5})(?![\d.:])")
 _NOT_HOSTS = {"localhost", "none", "null", "true", "false", "unknown", "default", "master", "main", "self", "any", "all", "local"}
 _FILE_EXTENSIONS = {"py", "pyx", "c", "cc", "cpp", "cu", "cuh", "h", "hpp", "rs", "go", "java", "js", "ts", "sh", "log",
                     "txt", "out", "err", "json", "yaml", "yml", "toml", "cfg", "ini", "gz", "pt", "pth", "bin", "safetensors", "md"}
@@ -81,6 +82,8 @@ class HostMasker:
         return _NAME_PORT.sub(self._name_port, text)
 
     def _address(self, match: re.Match) -> str:
+        import ipaddress
+
         try:
             address = ipaddress.ip_address(match.group(0).split("%")[0])
         except ValueError:

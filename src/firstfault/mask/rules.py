@@ -11,14 +11,36 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+class LazyPattern:
+    """A regex compiled on first use: most runs mask few lines, and a short run should not pay
+    for compiling every detector's pattern at start-up."""
+
+    __slots__ = ("_source", "_flags", "_compiled")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source, self._flags, self._compiled = source, flags, None
+
+    def __getattr__(self, name: str):
+        if self._compiled is None:
+            self._compiled = re.compile(self._source, self._flags)
+        return getattr(self._compiled, name)
+
+    def __getstate__(self):
+        return (self._source, self._flags)
+
+    def __setstate__(self, state) -> None:
+        self._source, self._flags = state
+        self._compiled = None
+
+
 MASKED = "<masked>"
 MAX_VALUE = 2048  # characters of one value; longer ones are cut there (the rest is masked too)
 
 # Values that hold no secret: placeholders, references to variables, masks already applied.
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = LazyPattern(
     r"<[A-Za-z0-9:_ .-]{1,40}>|[*xX•#.?_-]+|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\([A-Za-z_]+\)[sdr]|\{[A-Za-z_]*\}|"
     r"(?i:none|null|nil|true|false|yes|no|on|off|undefined|unset|redacted|hidden|masked|empty|n/a|required|optional)")
-_DOTTED_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)+|[a-z_]+")
+_DOTTED_IDENTIFIER = LazyPattern(r"[a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)+|[a-z_]+")
 
 
 def is_placeholder(value: str) -> bool:
@@ -60,10 +82,10 @@ class SecretNames:
     query: tuple[str, ...]  # URL query parameters
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_excluded", re.compile("(?i)(?:" + "|".join(self.not_secret) + ")") if self.not_secret else None)
-        object.__setattr__(self, "_strong", re.compile("(?i)(?:" + name_alternation(self.strong + self.glued) + ")$"))
-        object.__setattr__(self, "_weak", re.compile("(?i)(?:" + name_alternation(self.weak) + ")"))
-        object.__setattr__(self, "_named", re.compile(
+        object.__setattr__(self, "_excluded", LazyPattern("(?i)(?:" + "|".join(self.not_secret) + ")") if self.not_secret else None)
+        object.__setattr__(self, "_strong", LazyPattern("(?i)(?:" + name_alternation(self.strong + self.glued) + ")$"))
+        object.__setattr__(self, "_weak", LazyPattern("(?i)(?:" + name_alternation(self.weak) + ")"))
+        object.__setattr__(self, "_named", LazyPattern(
             "(?:^|[_.\\-]|(?<=[a-z])(?=[A-Z]))(?i:" + name_alternation(self.all) + ")$|(?i:" + name_alternation(self.glued) + ")$"))
 
     @property
@@ -116,10 +138,10 @@ def _unquote(value: str) -> tuple[str, str, str]:
     return "", value, ""
 
 
-_NEXT_ITEM = re.compile(r"[ \t](?=[A-Za-z_][A-Za-z0-9_.\-]{0,60}[=:])|\n")
-_ENV_KEY = re.compile(r"[A-Z][A-Z0-9_]*")
-_CODE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,60}(?:\.[A-Za-z_][A-Za-z0-9_]{0,60}){0,8}")
-_NESTED_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,60}=[^=]")
+_NEXT_ITEM = LazyPattern(r"[ \t](?=[A-Za-z_][A-Za-z0-9_.\-]{0,60}[=:])|\n")
+_ENV_KEY = LazyPattern(r"[A-Z][A-Z0-9_]*")
+_CODE_NAME = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]{0,60}(?:\.[A-Za-z_][A-Za-z0-9_]{0,60}){0,8}")
+_NESTED_KEY = LazyPattern(r"[A-Za-z_][A-Za-z0-9_.\-]{0,60}=[^=]")
 
 
 class KeyValueRule:
@@ -133,7 +155,7 @@ class KeyValueRule:
         self.literals = name_literals(names.all)
         separated = name_alternation(names.all)
         glued = name_alternation(names.glued)
-        self.regex = re.compile(
+        self.regex = LazyPattern(
             r"(?<![A-Za-z0-9_.\-$%])(?P<key>\\?[\"']?"
             r"(?:(?:[A-Za-z0-9_.\-]{0,60}?(?:[_.\-]|(?<=[a-z])(?=[A-Z])))?(?i:" + separated + r")"
             r"|[A-Za-z0-9_.\-]{0,60}?(?<=[A-Za-z])(?i:" + glued + r")))"
@@ -141,6 +163,8 @@ class KeyValueRule:
             r"(?P<value>" + _QUOTED_VALUE + r"|\$\{[A-Za-z_][A-Za-z0-9_]{0,100}\}|" + _UNQUOTED_VALUE + ")")
 
     def apply(self, text: str) -> str:
+        if "=" not in text and ":" not in text:
+            return text  # no key without a separator
         pieces, position = [], 0
         for match in self.regex.finditer(text):
             if match.start() < position:
@@ -189,13 +213,15 @@ class ArgvRule:
         self.names = names
         self.literals = name_literals(names.all)
         flag = r"--?(?:[A-Za-z0-9]+[_\-])*(?i:" + name_alternation(names.all) + r")(?![A-Za-z0-9_\-])"
-        self.regex = re.compile(
+        self.regex = LazyPattern(
             r"(?P<listed>(?P<q>['\"])(?P<lflag>" + flag + r")(?P=q)\s{0,4},\s{0,4})"
             r"(?P<lvalue>'(?:[^'\\\n]|\\.){0,%(n)d}'|\"(?:[^\"\\\n]|\\.){0,%(n)d}\")"
             r"|(?<![A-Za-z0-9_\-])(?P<flag>" % {"n": MAX_VALUE} + flag + r")(?P<sep>=|[ \t]{1,4})"
             r"(?P<value>" + _QUOTED_VALUE + r"|(?!-)" + _UNQUOTED_VALUE + ")")
 
     def apply(self, text: str) -> str:
+        if "-" not in text:
+            return text  # no flag without a dash
         return self.regex.sub(self._replace, text)
 
     def _replace(self, match: re.Match) -> str:
@@ -214,8 +240,8 @@ class ArgvRule:
         return head + opening + MASKED + closing
 
 
-_URL = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s\"'`<>]{1,%d}" % (2 * MAX_VALUE))
-_HOST_AFTER_AT = re.compile(r"[A-Za-z0-9\[]")  # a host name or an [IPv6] address starts there
+_URL = LazyPattern(r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s\"'`<>]{1,%d}" % (2 * MAX_VALUE))
+_HOST_AFTER_AT = LazyPattern(r"[A-Za-z0-9\[]")  # a host name or an [IPv6] address starts there
 
 
 class UrlCredentialsRule:
@@ -264,14 +290,16 @@ class QueryParameterRule:
     def __init__(self, names: SecretNames) -> None:
         self.names = names
         self.literals = name_literals(names.query)
-        self.regex = re.compile(r"(?<=[?&;#])(?P<name>(?i:" + name_alternation(names.query) + r"))=(?P<value>[^&#\s\"'<>`]{1,%d})" % MAX_VALUE)
+        self.regex = LazyPattern(r"(?<=[?&;#])(?P<name>(?i:" + name_alternation(names.query) + r"))=(?P<value>[^&#\s\"'<>`]{1,%d})" % MAX_VALUE)
 
     def apply(self, text: str) -> str:
+        if "=" not in text:
+            return text
         return self.regex.sub(lambda m: m.group(0) if is_placeholder(m.group("value")) else f"{m.group('name')}={MASKED}", text)
 
 
-_COOKIE = re.compile(r"(?i)\b(?:set-)?cookie[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?(?P<pairs>[^\n\"']{1,%d})" % (2 * MAX_VALUE))
-_COOKIE_PAIR = re.compile(r"(?P<name>[^=;,\s]{1,256})=(?P<value>[^;,\s]{1,%d})" % MAX_VALUE)
+_COOKIE = LazyPattern(r"(?i)\b(?:set-)?cookie[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?(?P<pairs>[^\n\"']{1,%d})" % (2 * MAX_VALUE))
+_COOKIE_PAIR = LazyPattern(r"(?P<name>[^=;,\s]{1,256})=(?P<value>[^;,\s]{1,%d})" % MAX_VALUE)
 _COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "samesite", "secure", "httponly", "priority", "partitioned", "version", "comment"}
 
 
@@ -294,9 +322,9 @@ class CookieRule:
         return match.group(0)[:match.start("pairs") - match.start()] + pairs
 
 
-_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-.])[A-Za-z0-9+/_\-]{32,}={0,2}(?![A-Za-z0-9+/=_\-])")
-_LOWER_RUN = re.compile(r"[a-z]{11,}")
-_UPPER_RUN = re.compile(r"[A-Z]{11,}")
+_TOKEN = LazyPattern(r"(?<![A-Za-z0-9+/_\-.])[A-Za-z0-9+/_\-]{32,}={0,2}(?![A-Za-z0-9+/=_\-])")
+_LOWER_RUN = LazyPattern(r"[a-z]{11,}")
+_UPPER_RUN = LazyPattern(r"[A-Z]{11,}")
 
 
 def looks_random(token: str, names: SecretNames | None = None) -> bool:
