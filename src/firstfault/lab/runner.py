@@ -160,8 +160,9 @@ def _act_on_marker(sup: _Supervision, marker: Path, seen_at: float) -> bool:
     if driver == "time-limit" and time.monotonic() >= seen_at + sup.scenario.cancel_after:
         if sup.job_output is None:  # torchrun's console has its own file; sbatch's output keeps Slurm's lines
             sup.job_output = JobOutput(sup.logs_dir / sup.run.slurm_job.output_name)
+        after = "the fault fired" if sup.scenario.initiator == "fault" else "rank 0 reached the marker step"
         sup.run.actions.append(f"the scheduler cancelled the job at {sup.elapsed()}, "
-                               f"{sup.scenario.cancel_after:.0f} s after the fault fired or the step was reached")
+                               f"{sup.scenario.cancel_after:.0f} s after {after}")
         drivers.cancel_job(sup.run.slurm_job, sup.scenario.cancel_reason, sup.started, sup.job_output,
                            srun_step=sup.plan.layout == "srun", actions=sup.run.actions)
         sup.cancelled = True
