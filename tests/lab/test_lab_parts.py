@@ -80,7 +80,10 @@ def test_flaky_mirror_resets_twice_and_the_retry_loop_logs_both(caplog):
 
 
 def test_oom_kill_sigkills_the_rank_and_logs_the_kernel_line(tmp_path):
-    victim = subprocess.Popen(["sleep", "30"])
+    victim = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(30)"],
+                              stdout=subprocess.PIPE)
+    assert victim.stdout.readline() == b"ready\n"  # past exec: /proc shows the victim's own name
+    command_name = Path(f"/proc/{victim.pid}/comm").read_text().strip()
     (tmp_path / "ranks").mkdir()
     (tmp_path / "ranks" / "2.json").write_text(json.dumps({"node": 0, "pid": victim.pid}))
     actions = []
@@ -88,7 +91,7 @@ def test_oom_kill_sigkills_the_rank_and_logs_the_kernel_line(tmp_path):
     assert victim.wait(timeout=10) == -signal.SIGKILL
     line = (tmp_path / "logs" / "dmesg.txt").read_text()
     assert re.fullmatch(rf"\[\w{{3}} \w{{3}} [ \d]\d \d\d:\d\d:\d\d \d{{4}}\] Out of memory: Killed process {victim.pid} "
-                        r"\(sleep\) total-vm:\d+kB, anon-rss:\d+kB, file-rss:\d+kB, shmem-rss:\d+kB, UID:\d+ "
+                        rf"\({re.escape(command_name)}\) total-vm:\d+kB, anon-rss:\d+kB, file-rss:\d+kB, shmem-rss:\d+kB, UID:\d+ "
                         r"pgtables:\d+kB oom_score_adj:-?\d+\n", line), line
     assert f"pid {victim.pid}" in actions[0]
 
