@@ -18,7 +18,8 @@ from .correlate.dumps_join import join_dump_report
 from .correlate.relations import relations_of
 from .ingest.error_records import error_record_input
 from .correlate.hangs import TIMEOUT_ENTRY as PEER_CRASH
-from .correlate.ranks import hosts_seen, pid_ranks, ranks_seen, resolve
+from .correlate.hosts import job_hosts
+from .correlate.ranks import hosts_seen, local_world_size, pid_ranks, ranks_seen, resolve
 from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
 from .kb import load_knowledge_base
@@ -116,7 +117,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
                       and not any(_peer_failed(match) for match in matches))
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
     diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches),
-                          relations_of(kb or load_knowledge_base()))
+                          relations_of(kb or load_knowledge_base()), hosts=job_hosts(matches, local_world_size(read)))
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
 
 

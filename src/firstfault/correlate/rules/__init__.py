@@ -35,6 +35,8 @@ class Decision:
     host: str | None = None  # initiating host, when a rule had to name it
     because: tuple[Because, ...] = ()
     notes: tuple[str, ...] = ()
+    action: str | None = None  # restart | exclude-host-and-restart | fix-and-rerun
+    action_detail: tuple = ()  # (key, value) pairs: hosts, commands
 
     def with_because(self, rule: str, text: str, evidence=(), note: str = "", **changes) -> "Decision":
         cited = tuple(_cite(item) for item in evidence if item is not None)

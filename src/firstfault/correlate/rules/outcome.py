@@ -42,4 +42,4 @@ def failed_unexplained(facts: Facts, decision: Decision) -> Decision:
     """Something failed (a traceback, a non-zero exit) that no knowledge-base entry explains."""
     signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS]
     text = "something failed, but no knowledge-base entry explains it: the lines below are the most likely errors"
-    return decision.with_because("failed-unexplained", text, signs[:3], note=text, status="unknown")
+    return decision.with_because("failed-unexplained", text, signs[:3], note=text, status="unknown", action="fix-and-rerun")

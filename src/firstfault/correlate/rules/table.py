@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from ..facts import Facts
 from . import Decision, Stage, run_stage
+from .action import action_from_entry
+from .host import host_of_rank, needs_host, only_host
 from .hang import all_timed_out, alone_in_barrier, different_collectives, late_arrival, never_joined, sequence_behind
 from .outcome import failed_unexplained, nothing_failed, survived_errors
 from .primary import earliest_root, specific_symptom, strongest_symptom
@@ -32,6 +34,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("initiating", (odd_one_out,), when=_failure),
     Stage("rank", (rank_from_pid, rank_from_bus, same_fault_nearby, only_process, launcher_first),
           first_only=True, when=needs_rank),
+    Stage("host", (host_of_rank, only_host), first_only=True, when=needs_host),
+    Stage("action", (action_from_entry,), when=_failure),
 )
 
 
