@@ -31,6 +31,7 @@ class StreamActivity:
     rank: int | None
     host: str | None
     lines: tuple[StreamLine, ...]  # the stream's last lines, oldest first
+    unprefixed: bool = False  # the lines of a combined console that name no rank (launcher, scheduler)
 
     @property
     def last(self) -> StreamLine | None:
@@ -62,3 +63,38 @@ def counter_of(text: str) -> int | None:
     """The largest step-like counter on a progress line."""
     values = [int(a or b) for a, b, in ((m.group(1), m.group(2)) for m in _COUNTER.finditer(text)) if (a or b)]
     return max(values) if values else None
+
+
+def stream_for(activity, source: str, rank: int | None, unprefixed: bool = False):
+    """The stream a line of `source` written by `rank` belongs to, or None."""
+    in_file = [stream for stream in activity if stream.source == source]
+    if len(in_file) == 1:
+        return in_file[0]
+    if rank is None:
+        return next((stream for stream in in_file if stream.unprefixed), None) if unprefixed else None
+    return next((stream for stream in in_file if stream.rank == rank and not stream.unprefixed), None)
+
+
+def healthy_progress_after(stream: StreamActivity, line: int, failure_lines: frozenset) -> list[StreamLine]:
+    """The stream's progress lines after `line` that are not themselves failure lines."""
+    return [item for item in stream.lines if item.line > line and (stream.source, item.line) not in failure_lines
+            and is_progress(item.text)]
+
+
+_DIGITS = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+_LEAD = re.compile(r"^[^A-Za-z]*")
+
+
+def template(text: str) -> str:
+    """A line with its numbers, times and leading prefixes masked: lines of different ranks and
+    steps that say the same thing compare equal."""
+    return _DIGITS.sub("#", _LEAD.sub("", text)).strip()
+
+
+def advancing(lines: list[StreamLine]) -> bool:
+    """Whether progress lines show training moving on: a counter that grows, or (with no
+    counters at all) several metric lines."""
+    counters = [value for value in (counter_of(line.text) for line in lines) if value is not None]
+    if counters:
+        return len(counters) >= 2 and counters[-1] > counters[0]
+    return len(lines) >= 2

@@ -199,3 +199,37 @@ def pid_ranks(scans: list[FileScan], matches: list[Match]) -> dict[int, int]:
         for local, pid in enumerate(sorted(pids)):
             mapping.setdefault(pid, base + local)
     return mapping
+
+
+def stream_activity(scans: list[FileScan], matches: list[Match]) -> list:
+    """What each rank stream printed last (the scans' tails), with its global rank and host."""
+    from .activity import StreamActivity, StreamLine
+
+    world = local_world_size(scans)
+    hosts = file_hosts(scans)
+    file_ranks: dict[str, Counter] = {}
+    for match in matches:
+        if match.line.origin.rank is not None:
+            file_ranks.setdefault(match.line.origin.source, Counter())[match.line.origin.rank] += 1
+    activity = []
+    for scan in scans:
+        offset = _file_offset(scan, world)
+        for stream, lines in scan.tails.items():
+            if stream is None:
+                rank = scan.hints.rank
+                if rank is None and len(scan.global_ranks) == 1:
+                    rank = next(iter(scan.global_ranks))
+                if rank is None and len(file_ranks.get(scan.input.display, ())) == 1:
+                    rank = next(iter(file_ranks[scan.input.display]))
+                host = hosts[scan.input.display]
+            else:
+                host, index = stream
+                host = host or hosts[scan.input.display]
+                if index in scan.local_ranks and offset is not None:
+                    rank = index + offset
+                else:
+                    rank = index
+            activity.append(StreamActivity(scan.input.display, rank, host,
+                                           tuple(StreamLine(line, time, text) for line, time, text in lines),
+                                           stream is None and len(scan.tails) > 1))
+    return activity

@@ -138,11 +138,12 @@ def hints_from_path(relative: str) -> PathHints:
 
 
 def _rank_from_name(name: str) -> int | None:
-    stem = name.split(".")[0]
-    for pattern in _FILE_RANK:
-        match = pattern.search(stem)
-        if match:
-            return int(match.group(1))
+    """`rank3.log`, `stdout.rank5.log`, `worker-03.err`: each dot-separated part is tried."""
+    for stem in name.split(".")[:-1] or [name]:
+        for pattern in _FILE_RANK:
+            match = pattern.search(stem)
+            if match:
+                return int(match.group(1))
     return None
 
 

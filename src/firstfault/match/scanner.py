@@ -20,6 +20,8 @@ from ..model import Signature
 from .compiler import Matcher
 
 TIME_LOOKBACK_LINES = 60
+TAIL_LINES = 8  # the last lines kept of each rank stream: what it was doing when it stopped
+TAIL_WALK_LINES = 300  # lines walked back from a block's end to find them (more for many streams)
 
 # Launcher prefixes, counted per block so ranks/hosts seen and local->global maps are known.
 # Written to start with a newline (the block gets one in front) so the regex engine jumps from
@@ -65,6 +67,7 @@ class FileScan:
     first_time: float | None = None
     last_time: float | None = None  # of the last timed line read so far, any stream
     stream_times: dict = field(default_factory=dict)  # rank stream -> its last time read so far
+    tails: dict = field(default_factory=dict)  # rank stream (None: the file's only one) -> [(line, time, text)]
     error: str = ""
 
     def resumed(self, item: InputFile) -> "FileScan":
@@ -72,7 +75,8 @@ class FileScan:
         so lines without a time of their own inherit what a single pass would give them."""
         return FileScan(input=item, hints=self.hints, global_ranks=set(self.global_ranks),
                         local_ranks=set(self.local_ranks), worker_pids=dict(self.worker_pids), first_time=self.first_time,
-                        last_time=self.last_time, stream_times=dict(self.stream_times))
+                        last_time=self.last_time, stream_times=dict(self.stream_times),
+                        tails={stream: list(lines) for stream, lines in self.tails.items()})
 
 
 class Scanner:
@@ -162,6 +166,36 @@ class Scanner:
             raw_line = (data[start:] if end < 0 else data[start:end]).decode("utf-8", "replace")
             self._match_line(raw_line, candidates[start], line_number, data, start, scan)
         self._carry_times(data, scan)
+        self._keep_tails(block, scan)
+
+    def _keep_tails(self, block: Block, scan: FileScan) -> None:
+        """Each rank stream's last lines in this block (masked, with their times) replace what an
+        earlier block left for that stream."""
+        data = block.data
+        several = _several_streams(scan)
+        wanted = len(scan.global_ranks | scan.local_ranks) if several else 1
+        found: dict = {}
+        end, line_number = len(data), block.first_line + block.line_count - 1
+        for _ in range(min(max(TAIL_WALK_LINES, 12 * wanted * TAIL_LINES // 8), 3000)):
+            if end <= 0 and line_number < block.first_line:
+                break
+            start = data.rfind(b"\n", 0, end) + 1
+            raw = data[start:end]
+            if raw.strip():
+                line = _display_text(mask_secrets(raw.decode("utf-8", "replace")))
+                prefix = parse_prefix(line)
+                stream = _stream_of(prefix) if several else None
+                kept = found.setdefault(stream, [])
+                if len(kept) < TAIL_LINES:
+                    kept.append((line_number, self.clock.parse(line[prefix.offset:]), line[:500]))
+                ranked = [lines for key, lines in found.items() if key is not None or not several]
+                if len(ranked) >= wanted and all(len(lines) >= TAIL_LINES for lines in ranked):
+                    break
+            if start == 0:
+                break
+            end, line_number = start - 1, line_number - 1
+        for stream, lines in found.items():
+            scan.tails[stream] = (scan.tails.get(stream, []) + lines[::-1])[-TAIL_LINES:]
 
     def _carry_times(self, data: bytes, scan: FileScan) -> None:
         """Remember the block's last time, overall and per rank stream, for the lines of later

@@ -35,6 +35,7 @@ class Decision:
     host: str | None = None  # initiating host, when a rule had to name it
     because: tuple[Because, ...] = ()
     notes: tuple[str, ...] = ()
+    hang: str = ""  # why the job is known to have hung although nothing timed out (the reason)
     action: str | None = None  # restart | exclude-host-and-restart | fix-and-rerun
     action_detail: tuple = ()  # (key, value) pairs: hosts, commands
 

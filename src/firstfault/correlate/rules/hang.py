@@ -13,11 +13,8 @@ from ...model import Match
 from ..events import time_key
 from ..facts import Facts
 from ..hangs import BACKWARD_OPS, first_by_rank, first_disconnects, is_disconnect, op_for, sequence_progress
+from ..ids import MISMATCH, STRAGGLER, UNEVEN
 from . import Decision, rule
-
-STRAGGLER = "collective-timeout-straggler"
-UNEVEN = "uneven-batches-hang"
-MISMATCH = "collective-mismatch"
 
 
 def with_rank(match: Match, rank: int) -> Match:
@@ -25,8 +22,24 @@ def with_rank(match: Match, rank: int) -> Match:
     return replace(match, line=replace(match.line, origin=origin))
 
 
+def own_line(facts: Facts, rank: int, failure_id: str) -> Match | None:
+    """What the named rank itself last printed before the others timed out (what it was busy
+    with), as the line a hang verdict points at."""
+    from .progress import activity_match
+
+    streams = [stream for stream in facts.activity if stream.rank == rank and not stream.unprefixed and stream.lines]
+    if not streams:
+        return None
+    failures = {(match.line.origin.source, match.line.origin.line) for match in facts.matches if match.role != "context"}
+    stream = max(streams, key=lambda item: len(item.lines))
+    busy = [line for line in stream.lines if (stream.source, line.line) not in failures]
+    return activity_match(stream, failure_id, busy[-1] if busy else None)
+
+
 def hang_decision(facts: Facts, decision: Decision, rule_id: str, failure_id: str, rank: int | None,
                   reason: str, evidence: Match | None, cited=()) -> Decision:
+    if evidence is None and rank is not None:
+        evidence = own_line(facts, rank, failure_id)
     anchor = evidence or min(facts.collateral, key=time_key)
     if rank is not None and anchor.line.origin.rank != rank:
         anchor = with_rank(anchor, rank)
