@@ -27,6 +27,9 @@ TIME_LOOKBACK_LINES = 60
 _PREFIXES = rb"(?:\s{0,3}\d{1,5}: )?(?:[\w.-]{1,64}: )?"
 _CENSUS = re.compile(rb"\n" + _PREFIXES + rb"\[([A-Za-z_-]*?)(\d{1,6})\]:(?:\[rank(\d{1,6})\]:)?")
 _SRUN_CENSUS = re.compile(rb"\n\s{0,3}(\d{1,5}): ")
+# Ray / vLLM worker prefixes followed by the rank the worker logs: `(PolicyWorker pid=88231) [rank3]`
+_PID_RANK_CENSUS = re.compile(rb"\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:, ip=[\d.]{7,15})?\) \[[Rr]ank ?(\d{1,6})\]")
+_MPI_CENSUS = re.compile(rb"\n\[(?:\d{1,6},)?(\d{1,6})\]<std(?:out|err)>:")
 _NCCL_LINE = re.compile(
     rb"\n(?:\s{0,3}\d{1,5}: )?(?:\[[^\]\n]{1,40}\]:)*(?:[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]{0,63}):(\d+):\d+ \[(\d{1,3})\] NCCL ")
 _NCCL_LOCAL = re.compile(rb"\[(\d{1,2})\] NCCL ")
@@ -58,6 +61,7 @@ class FileScan:
     global_ranks: set = field(default_factory=set)
     local_to_global: Counter = field(default_factory=Counter)
     nccl_hosts: dict = field(default_factory=dict)  # local rank -> host
+    worker_pids: dict = field(default_factory=dict)  # pid -> the rank a Ray/vLLM worker says it is
     first_time: float | None = None
     last_time: float | None = None  # of the last timed line read so far, any stream
     stream_times: dict = field(default_factory=dict)  # rank stream -> its last time read so far
@@ -67,7 +71,7 @@ class FileScan:
         """An empty scan of more of the same file: it carries this one's times and rank census,
         so lines without a time of their own inherit what a single pass would give them."""
         return FileScan(input=item, hints=self.hints, global_ranks=set(self.global_ranks),
-                        local_ranks=set(self.local_ranks), first_time=self.first_time,
+                        local_ranks=set(self.local_ranks), worker_pids=dict(self.worker_pids), first_time=self.first_time,
                         last_time=self.last_time, stream_times=dict(self.stream_times))
 
 
@@ -121,6 +125,11 @@ class Scanner:
                 if global_rank:
                     scan.local_to_global[(int(local), int(global_rank))] += 1
                     scan.global_ranks.add(int(global_rank))
+        if b"pid=" in data and b"ank" in data:
+            for pid, rank in set(_PID_RANK_CENSUS.findall(data)):
+                scan.worker_pids.setdefault(int(pid), int(rank))
+        if b">:" in data and b"<std" in data:
+            scan.global_ranks.update(int(rank) for rank in set(_MPI_CENSUS.findall(b"\n" + data)))
         if not scan.global_ranks:
             scan.global_ranks.update(int(task) for task in set(_SRUN_CENSUS.findall(b"\n" + data[:65536])))
         new_locals = [local for local in nccl_locals if local < NCCL_LOCALS and local not in scan.nccl_hosts]
