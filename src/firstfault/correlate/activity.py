@@ -9,14 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# Counters training loops print: `step 1120`, `iter 1040 / 1125`, `Epoch 3`, `global_step=500`,
-# `[epoch 0], [iter 1100 / 1125]`, tqdm's `Epoch 0:  64%|...| 2000/3117`.
-_COUNTER = re.compile(
-    r"(?i)\b(?:global[_ ]step|step|steps|iter|iteration|it|epoch|batch|update)s?\b\s*[:=#]?\s*\[?\s*(\d{1,9})\b"
-    r"|\|\s*(\d{1,9})/(?:\d{1,9}|\?)\s*\[")
-# Words that say a line reports training progress even without a counter (`loss=2.41`).
-_PROGRESS_WORDS = re.compile(r"(?i)\b(?:loss|lr|learning[_ ]rate|grad[_ ]norm|tokens?/s|samples?/s|it/s|s/it|throughput|accuracy|acc|ppl|perplexity)\b\s*[:=]?\s*[-+]?\d")
-
+from ..match.progress_lines import counter_of, is_progress
 
 @dataclass(frozen=True)
 class StreamLine:
@@ -32,6 +25,7 @@ class StreamActivity:
     host: str | None
     lines: tuple[StreamLine, ...]  # the stream's last lines, oldest first
     unprefixed: bool = False  # the lines of a combined console that name no rank (launcher, scheduler)
+    progress: tuple[StreamLine, ...] = ()  # its last progress lines (steps, loss), oldest first
 
     @property
     def last(self) -> StreamLine | None:
@@ -51,20 +45,6 @@ class StreamActivity:
         return counter_of(progress.text) if progress else None
 
 
-def is_progress(text: str) -> bool:
-    return bool(_PROGRESS_WORDS.search(text) or _COUNTER.search(text) and ("%|" in text or _has_metric(text)))
-
-
-def _has_metric(text: str) -> bool:
-    return bool(re.search(r"\d\.\d|\d+/\d+", text))
-
-
-def counter_of(text: str) -> int | None:
-    """The largest step-like counter on a progress line."""
-    values = [int(a or b) for a, b, in ((m.group(1), m.group(2)) for m in _COUNTER.finditer(text)) if (a or b)]
-    return max(values) if values else None
-
-
 def stream_for(activity, source: str, rank: int | None, unprefixed: bool = False):
     """The stream a line of `source` written by `rank` belongs to, or None."""
     in_file = [stream for stream in activity if stream.source == source]
@@ -77,8 +57,9 @@ def stream_for(activity, source: str, rank: int | None, unprefixed: bool = False
 
 def healthy_progress_after(stream: StreamActivity, line: int, failure_lines: frozenset) -> list[StreamLine]:
     """The stream's progress lines after `line` that are not themselves failure lines."""
-    return [item for item in stream.lines if item.line > line and (stream.source, item.line) not in failure_lines
-            and is_progress(item.text)]
+    seen = {item.line: item for item in (*stream.progress, *stream.lines)}
+    return [item for number, item in sorted(seen.items()) if number > line
+            and (stream.source, number) not in failure_lines and is_progress(item.text)]
 
 
 _DIGITS = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")

@@ -231,5 +231,6 @@ def stream_activity(scans: list[FileScan], matches: list[Match]) -> list:
                     rank = index
             activity.append(StreamActivity(scan.input.display, rank, host,
                                            tuple(StreamLine(line, time, text) for line, time, text in lines),
-                                           stream is None and len(scan.tails) > 1))
+                                           stream is None and len(scan.tails) > 1,
+                                           tuple(StreamLine(*item) for item in scan.progress_tails.get(stream, ()))))
     return activity

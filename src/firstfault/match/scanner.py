@@ -18,10 +18,12 @@ from ..ingest.timestamps import Clock
 from ..mask import mask_secrets
 from ..model import Signature
 from .compiler import Matcher
+from .progress_lines import is_progress
 
 TIME_LOOKBACK_LINES = 60
 TAIL_LINES = 8  # the last lines kept of each rank stream: what it was doing when it stopped
 TAIL_WALK_LINES = 300  # lines walked back from a block's end to find them (more for many streams)
+PROGRESS_TAIL_LINES = 4  # and its last progress lines (steps, loss) within that walk
 
 # Launcher prefixes, counted per block so ranks/hosts seen and local->global maps are known.
 # Written to start with a newline (the block gets one in front) so the regex engine jumps from
@@ -68,6 +70,7 @@ class FileScan:
     last_time: float | None = None  # of the last timed line read so far, any stream
     stream_times: dict = field(default_factory=dict)  # rank stream -> its last time read so far
     tails: dict = field(default_factory=dict)  # rank stream (None: the file's only one) -> [(line, time, text)]
+    progress_tails: dict = field(default_factory=dict)  # rank stream -> its last progress lines, same form
     error: str = ""
 
     def resumed(self, item: InputFile) -> "FileScan":
@@ -76,7 +79,8 @@ class FileScan:
         return FileScan(input=item, hints=self.hints, global_ranks=set(self.global_ranks),
                         local_ranks=set(self.local_ranks), worker_pids=dict(self.worker_pids), first_time=self.first_time,
                         last_time=self.last_time, stream_times=dict(self.stream_times),
-                        tails={stream: list(lines) for stream, lines in self.tails.items()})
+                        tails={stream: list(lines) for stream, lines in self.tails.items()},
+                        progress_tails={stream: list(lines) for stream, lines in self.progress_tails.items()})
 
 
 class Scanner:
@@ -175,6 +179,7 @@ class Scanner:
         several = _several_streams(scan)
         wanted = len(scan.global_ranks | scan.local_ranks) if several else 1
         found: dict = {}
+        progress: dict = {}
         end, line_number = len(data), block.first_line + block.line_count - 1
         for _ in range(min(max(TAIL_WALK_LINES, 12 * wanted * TAIL_LINES // 8), 3000)):
             if end <= 0 and line_number < block.first_line:
@@ -188,14 +193,21 @@ class Scanner:
                 kept = found.setdefault(stream, [])
                 if len(kept) < TAIL_LINES:
                     kept.append((line_number, self.clock.parse(line[prefix.offset:]), line[:500]))
-                ranked = [lines for key, lines in found.items() if key is not None or not several]
-                if len(ranked) >= wanted and all(len(lines) >= TAIL_LINES for lines in ranked):
+                steps = progress.setdefault(stream, [])
+                if len(steps) < PROGRESS_TAIL_LINES and is_progress(line[prefix.offset:]):
+                    steps.append((line_number, self.clock.parse(line[prefix.offset:]), line[:500]))
+                ranked = [key for key in found if key is not None or not several]
+                if len(ranked) >= wanted and all(len(found[key]) >= TAIL_LINES and len(progress[key]) >= PROGRESS_TAIL_LINES
+                                                 for key in ranked):
                     break
             if start == 0:
                 break
             end, line_number = start - 1, line_number - 1
         for stream, lines in found.items():
             scan.tails[stream] = (scan.tails.get(stream, []) + lines[::-1])[-TAIL_LINES:]
+        for stream, lines in progress.items():
+            if lines:
+                scan.progress_tails[stream] = (scan.progress_tails.get(stream, []) + lines[::-1])[-PROGRESS_TAIL_LINES:]
 
     def _carry_times(self, data: bytes, scan: FileScan) -> None:
         """Remember the block's last time, overall and per rank stream, for the lines of later
