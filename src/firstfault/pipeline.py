@@ -17,8 +17,9 @@ from .correlate import correlate
 from .correlate.dumps_join import join_dump_report
 from .correlate.relations import relations_of
 from .ingest.error_records import error_record_input
-from .correlate.hangs import TIMEOUT_ENTRY as PEER_CRASH
-from .correlate.ranks import hosts_seen, pid_ranks, ranks_seen, resolve
+from .correlate.ids import PEER_CRASH
+from .correlate.hosts import job_hosts
+from .correlate.ranks import hosts_seen, local_world_size, pid_ranks, ranks_seen, resolve, stream_activity
 from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
 from .kb import load_knowledge_base
@@ -116,7 +117,8 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
                       and not any(_peer_failed(match) for match in matches))
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
     diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches),
-                          relations_of(kb or load_knowledge_base()))
+                          relations_of(kb or load_knowledge_base()), stream_activity(read, matches),
+                          job_hosts(matches, local_world_size(read)))
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
 
 
@@ -159,8 +161,14 @@ def _mask_hosts(diagnosis: Diagnosis) -> Diagnosis:
                      files=tuple(masker.mask_text(f, hosts) for f in diagnosis.inputs.files),
                      skipped=tuple(replace(s, source=masker.mask_text(s.source, hosts), reason=masker.mask_text(s.reason, hosts))
                                    for s in diagnosis.inputs.skipped))
+    because = tuple(replace(item, text=masker.mask_text(item.text, hosts),
+                            evidence=tuple((masker.mask_text(source, hosts), line) for source, line in item.evidence))
+                    for item in diagnosis.because)
+    action_detail = {key: [masker.mask_text(str(value), hosts) for value in values]
+                     for key, values in diagnosis.action_detail.items()}
     return replace(
-        diagnosis, primary=finding(diagnosis.primary), initiating=evidence(diagnosis.initiating),
+        diagnosis, because=because, action_detail=action_detail,
+        primary=finding(diagnosis.primary), initiating=evidence(diagnosis.initiating),
         collateral=tuple(finding(item) for item in diagnosis.collateral),
         candidates=tuple(finding(item) for item in diagnosis.candidates), inputs=inputs,
         notes=tuple(masker.mask_text(note, hosts) for note in diagnosis.notes),

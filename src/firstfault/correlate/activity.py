@@ -9,14 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# Counters training loops print: `step 1120`, `iter 1040 / 1125`, `Epoch 3`, `global_step=500`,
-# `[epoch 0], [iter 1100 / 1125]`, tqdm's `Epoch 0:  64%|...| 2000/3117`.
-_COUNTER = re.compile(
-    r"(?i)\b(?:global[_ ]step|step|steps|iter|iteration|it|epoch|batch|update)s?\b\s*[:=#]?\s*\[?\s*(\d{1,9})\b"
-    r"|\|\s*(\d{1,9})/(?:\d{1,9}|\?)\s*\[")
-# Words that say a line reports training progress even without a counter (`loss=2.41`).
-_PROGRESS_WORDS = re.compile(r"(?i)\b(?:loss|lr|learning[_ ]rate|grad[_ ]norm|tokens?/s|samples?/s|it/s|s/it|throughput|accuracy|acc|ppl|perplexity)\b\s*[:=]?\s*[-+]?\d")
-
+from ..match.progress_lines import counter_of, is_progress
 
 @dataclass(frozen=True)
 class StreamLine:
@@ -31,6 +24,8 @@ class StreamActivity:
     rank: int | None
     host: str | None
     lines: tuple[StreamLine, ...]  # the stream's last lines, oldest first
+    unprefixed: bool = False  # the lines of a combined console that name no rank (launcher, scheduler)
+    progress: tuple[StreamLine, ...] = ()  # its last progress lines (steps, loss), oldest first
 
     @property
     def last(self) -> StreamLine | None:
@@ -50,15 +45,37 @@ class StreamActivity:
         return counter_of(progress.text) if progress else None
 
 
-def is_progress(text: str) -> bool:
-    return bool(_PROGRESS_WORDS.search(text) or _COUNTER.search(text) and ("%|" in text or _has_metric(text)))
+def stream_for(activity, source: str, rank: int | None, unprefixed: bool = False):
+    """The stream a line of `source` written by `rank` belongs to, or None."""
+    in_file = [stream for stream in activity if stream.source == source]
+    if len(in_file) == 1:
+        return in_file[0]
+    if rank is None:
+        return next((stream for stream in in_file if stream.unprefixed), None) if unprefixed else None
+    return next((stream for stream in in_file if stream.rank == rank and not stream.unprefixed), None)
 
 
-def _has_metric(text: str) -> bool:
-    return bool(re.search(r"\d\.\d|\d+/\d+", text))
+def healthy_progress_after(stream: StreamActivity, line: int, failure_lines: frozenset) -> list[StreamLine]:
+    """The stream's progress lines after `line` that are not themselves failure lines."""
+    seen = {item.line: item for item in (*stream.progress, *stream.lines)}
+    return [item for number, item in sorted(seen.items()) if number > line
+            and (stream.source, number) not in failure_lines and is_progress(item.text)]
 
 
-def counter_of(text: str) -> int | None:
-    """The largest step-like counter on a progress line."""
-    values = [int(a or b) for a, b, in ((m.group(1), m.group(2)) for m in _COUNTER.finditer(text)) if (a or b)]
-    return max(values) if values else None
+_DIGITS = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+_LEAD = re.compile(r"^[^A-Za-z]*")
+
+
+def template(text: str) -> str:
+    """A line with its numbers, times and leading prefixes masked: lines of different ranks and
+    steps that say the same thing compare equal."""
+    return _DIGITS.sub("#", _LEAD.sub("", text)).strip()
+
+
+def advancing(lines: list[StreamLine]) -> bool:
+    """Whether progress lines show training moving on: a counter that grows, or (with no
+    counters at all) several metric lines."""
+    counters = [value for value in (counter_of(line.text) for line in lines) if value is not None]
+    if counters:
+        return len(counters) >= 2 and counters[-1] > counters[0]
+    return len(lines) >= 2

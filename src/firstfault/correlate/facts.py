@@ -12,6 +12,8 @@ from ..match.context import FRAME_SIGNATURES, LAUNCHER_FAILED
 from ..model import InputSummary, Match
 from .activity import StreamActivity
 from .events import Incident, incidents, line_winners, time_key
+from .hang_stacks import HangStack, hang_stacks
+from .hosts import JobHosts
 from .hangs import TIMEOUT_ENTRY, is_disconnect
 from .nonfatal import without_nonfatal
 from .relations import Relations
@@ -30,6 +32,7 @@ class Facts:
     pid_ranks: dict = field(default_factory=dict)  # pid -> global rank
     relations: Relations = field(default_factory=Relations)
     activity: tuple[StreamActivity, ...] = ()  # what each rank stream last printed
+    hosts: JobHosts = field(default_factory=JobHosts)  # which host each rank ran on
 
     @property
     def symptoms(self) -> tuple[Match, ...]:
@@ -49,6 +52,11 @@ class Facts:
         return tuple(match for match in self.matches if match.signature.name in FRAME_SIGNATURES)
 
     @property
+    def hang_stacks(self) -> tuple[HangStack, ...]:
+        """Stacks of hung processes the logs show (Ctrl-C tracebacks, faulthandler dumps)."""
+        return hang_stacks(self.matches)
+
+    @property
     def launcher_failures(self) -> tuple[Match, ...]:
         """The launcher's reports of a worker exiting with an error (not its own SIGTERM)."""
         return tuple(match for match in self.matches if match.signature.name in LAUNCHER_FAILED
@@ -61,8 +69,9 @@ class Facts:
 
 def build_facts(matches: list[Match], inputs: InputSummary, single_process: bool = False,
                 source_lines: dict | None = None, pid_ranks: dict | None = None,
-                relations: Relations | None = None, activity=()) -> Facts:
+                relations: Relations | None = None, activity=(), hosts: JobHosts | None = None) -> Facts:
     kept = without_nonfatal(matches)
     winners = line_winners(kept)
     return Facts(tuple(kept), tuple(winners), tuple(incidents(winners, ("root",))), inputs, single_process,
-                 dict(source_lines or {}), dict(pid_ranks or {}), relations or Relations(), tuple(activity))
+                 dict(source_lines or {}), dict(pid_ranks or {}), relations or Relations(), tuple(activity),
+                 hosts or JobHosts())

@@ -29,8 +29,8 @@ def evidence_of(match: Match) -> Evidence:
 
 def correlate(matches: list[Match], inputs: InputSummary, single_process: bool,
               source_lines: dict | None = None, pid_ranks: dict | None = None,
-              relations: Relations | None = None, activity=()) -> Diagnosis:
-    facts = build_facts(matches, inputs, single_process, source_lines, pid_ranks, relations, activity)
+              relations: Relations | None = None, activity=(), hosts=None) -> Diagnosis:
+    facts = build_facts(matches, inputs, single_process, source_lines, pid_ranks, relations, activity, hosts)
     return diagnosis_of(facts, decide(facts))
 
 
@@ -53,7 +53,8 @@ def diagnosis_of(facts: Facts, decision: Decision) -> Diagnosis:
     collateral = _collateral(winners, decision.primary, initiating_match)
     candidates = _candidates(winners, primary)
     diagnosis = Diagnosis("failure", primary, initiating, tuple(collateral), tuple(candidates), facts.inputs,
-                          tuple(notes), (), _fix_values(initiating_match, initiating), decision.because)
+                          tuple(notes), (), _fix_values(initiating_match, initiating), decision.because,
+                          decision.action, {key: list(value) for key, value in decision.action_detail})
     return with_core_classes(diagnosis, facts)
 
 
@@ -63,7 +64,8 @@ def _unknown(facts: Facts, decision: Decision) -> Diagnosis:
     signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS]
     lines = sorted([*facts.collateral, *signs], key=time_key)[:EVIDENCE_LINES]
     return Diagnosis("unknown", None, None, tuple(_collateral(list(facts.winners), "", None)), (), facts.inputs,
-                     decision.notes, tuple(evidence_of(m) for m in lines), because=decision.because)
+                     decision.notes, tuple(evidence_of(m) for m in lines), because=decision.because,
+                     action=decision.action)
 
 
 def with_core_classes(diagnosis: Diagnosis, facts: Facts) -> Diagnosis:

@@ -168,6 +168,8 @@ def _check_cross_entry(entries: list[Entry]) -> list[Problem]:
                     problems.append(Problem(entry.path, line_of(entry.data, key), f"{key} id {other!r} has no entry"))
                 elif other == entry.id:
                     problems.append(Problem(entry.path, line_of(entry.data, key), f"{key} names the entry itself"))
+                elif key == "explains" and entry.id in (by_id[other].get("explains") or ()):
+                    problems.append(Problem(entry.path, line_of(entry.data, key), f"{entry.id!r} and {other!r} explain each other: one must be the cause"))
         for old in entry.get("redirect_from") or ():
             if old in ids or old in seen_old:
                 problems.append(Problem(entry.path, line_of(entry.data, "redirect_from"), f"redirect {old!r} is already an id or redirect"))

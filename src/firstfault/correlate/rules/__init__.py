@@ -32,9 +32,13 @@ class Decision:
     primary: str = ""  # entry id of the first fault
     initiating: Match | None = None  # its first line
     rank: int | None = None  # initiating rank, when a rule had to name it
+    rank_decided: bool = False  # a rule said which rank started it (or that no single one did)
     host: str | None = None  # initiating host, when a rule had to name it
     because: tuple[Because, ...] = ()
     notes: tuple[str, ...] = ()
+    hang: str = ""  # why the job is known to have hung although nothing timed out (the reason)
+    action: str | None = None  # restart | exclude-host-and-restart | fix-and-rerun
+    action_detail: tuple = ()  # (key, value) pairs: hosts, commands
 
     def with_because(self, rule: str, text: str, evidence=(), note: str = "", **changes) -> "Decision":
         cited = tuple(_cite(item) for item in evidence if item is not None)

@@ -13,11 +13,10 @@ from ...model import Match
 from ..events import time_key
 from ..facts import Facts
 from ..hangs import BACKWARD_OPS, first_by_rank, first_disconnects, is_disconnect, op_for, sequence_progress
+from ..ids import MISMATCH, STRAGGLER, UNEVEN
 from . import Decision, rule
 
-STRAGGLER = "collective-timeout-straggler"
-UNEVEN = "uneven-batches-hang"
-MISMATCH = "collective-mismatch"
+HANG_WEIGHT = 0.5  # how sure a verdict drawn from where ranks waited is, when no error line states it
 
 
 def with_rank(match: Match, rank: int) -> Match:
@@ -25,14 +24,32 @@ def with_rank(match: Match, rank: int) -> Match:
     return replace(match, line=replace(match.line, origin=origin))
 
 
+def own_line(facts: Facts, rank: int, failure_id: str) -> Match | None:
+    """What the named rank itself last printed before the others timed out (what it was busy
+    with), as the line a hang verdict points at."""
+    from .progress import activity_match
+
+    streams = [stream for stream in facts.activity if stream.rank == rank and not stream.unprefixed and stream.lines]
+    if not streams:
+        return None
+    failures = {(match.line.origin.source, match.line.origin.line) for match in facts.matches if match.role != "context"}
+    stream = max(streams, key=lambda item: len(item.lines))
+    busy = [line for line in stream.lines if (stream.source, line.line) not in failures]
+    return activity_match(stream, failure_id, busy[-1] if busy else None)
+
+
 def hang_decision(facts: Facts, decision: Decision, rule_id: str, failure_id: str, rank: int | None,
                   reason: str, evidence: Match | None, cited=()) -> Decision:
+    if evidence is None and rank is not None:
+        evidence = own_line(facts, rank, failure_id)
     anchor = evidence or min(facts.collateral, key=time_key)
     if rank is not None and anchor.line.origin.rank != rank:
         anchor = with_rank(anchor, rank)
+    if anchor.signature.weight < HANG_WEIGHT:  # a frame or a last line: the verdict's weight is the rule's
+        anchor = replace(anchor, signature=replace(anchor.signature, weight=HANG_WEIGHT, role="symptom"))
     return decision.with_because(rule_id, reason, [*cited, anchor] if evidence else list(cited) or [anchor],
-                                 note=f"only collective timeouts were printed: {reason}",
-                                 status="failure", primary=failure_id, initiating=anchor)
+                                 note=f"only collective timeouts were printed: {reason}" if facts.timeouts else reason,
+                                 status="failure", primary=failure_id, initiating=anchor, rank_decided=True)
 
 
 def _waiting(facts: Facts) -> dict:
@@ -150,3 +167,42 @@ def all_timed_out(facts: Facts, decision: Decision) -> Decision | None:
 
 def any_timeouts(facts: Facts) -> bool:
     return bool(facts.timeouts)
+
+
+ROOT_ONLY_WORK = ("save", "checkpoint", "eval", "valid", "predict", "log_", "write")  # what one rank does alone
+# where a rank with fewer batches goes: evaluation (gathering its metrics), the epoch-end barrier
+EPOCH_END_WORK = ("eval", "valid", "predict", "barrier", "epoch", "gather")
+
+
+@rule("hang-stacks-differ")
+def stacks_differ(facts: Facts, decision: Decision) -> Decision | None:
+    """Stacks of the hung processes (Ctrl-C tracebacks, faulthandler dumps) wait in different
+    places: the odd one out started it; past the gradient all-reduce into evaluation or a
+    barrier means uneven batches, anything else a collective the others never call."""
+    stacks = facts.hang_stacks
+    if len(stacks) < 2:
+        return None
+    groups: dict[str, list] = defaultdict(list)
+    for stack in stacks:
+        groups[stack.wait].append(stack)
+    if len(groups) < 2:
+        return None
+    ordered = sorted(groups.values(), key=len)
+    odd = ordered[0]
+    if len(ordered[0]) == len(ordered[1]):
+        doing_alone = [group for group in ordered if any(word in group[0].text.lower() for word in ROOT_ONLY_WORK)]
+        if len(doing_alone) != 1:
+            return None
+        odd = doing_alone[0]
+    others = [stack for group in groups.values() if group is not odd for stack in group]
+    majority_in_backward = all(stack.wait == "backward" for stack in others)
+    where_odd = [f"{frame.captures.get('file', '')} {frame.captures.get('func', '')}".lower() for frame in odd[0].frames]
+    past_the_epoch = not any("fsdp" in place for place in where_odd) and any(
+        word in place for place in where_odd for word in EPOCH_END_WORK)
+    failure_id = UNEVEN if majority_in_backward and past_the_epoch else MISMATCH
+    rank = odd[0].rank if len(odd) == 1 else None
+    where = ", ".join(sorted({stack.wait for stack in others}))
+    reason = (f"{len(odd)} process(es){f' (rank {rank})' if rank is not None else ''} waited in {odd[0].wait} "
+              f"while {len(others)} waited in {where}")
+    return hang_decision(facts, decision, "hang-stacks-differ", failure_id, rank, reason, odd[0].innermost,
+                         [stack.innermost for stack in others[:2]])

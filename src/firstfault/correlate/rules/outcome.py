@@ -29,12 +29,22 @@ def survived_errors(facts: Facts, decision: Decision) -> Decision | None:
                                  note=text, status="healthy")
 
 
+def _live_signs(facts: Facts) -> list:
+    """Failure signs (a traceback, a non-zero exit) the same process did not go on from."""
+    from .progress import outlived
+
+    return [m for m in facts.matches if m.signature.name in FAILURE_SIGNS and not outlived(facts, m)]
+
+
 @rule("nothing-failed")
 def nothing_failed(facts: Facts, decision: Decision) -> Decision | None:
-    """No error, no failure sign: the run is healthy."""
-    if any(m.signature.name in FAILURE_SIGNS for m in facts.matches) or facts.collateral:
+    """No error, no failure sign the run did not outlive: the run is healthy."""
+    if facts.collateral or _live_signs(facts):
         return None
-    return decision.with_because("nothing-failed", "no line of the logs shows a failure", status="healthy")
+    text = "no line of the logs shows a failure"
+    if facts.roots or facts.symptoms:
+        text = "every error was followed by training progress and nothing failed afterwards"
+    return decision.with_because("nothing-failed", text, status="healthy")
 
 
 @rule("failed-unexplained")
@@ -42,4 +52,4 @@ def failed_unexplained(facts: Facts, decision: Decision) -> Decision:
     """Something failed (a traceback, a non-zero exit) that no knowledge-base entry explains."""
     signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS]
     text = "something failed, but no knowledge-base entry explains it: the lines below are the most likely errors"
-    return decision.with_because("failed-unexplained", text, signs[:3], note=text, status="unknown")
+    return decision.with_because("failed-unexplained", text, signs[:3], note=text, status="unknown", action="fix-and-rerun")

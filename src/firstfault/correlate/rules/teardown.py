@@ -61,3 +61,36 @@ def after_launcher_report(facts: Facts, decision: Decision) -> Decision | None:
         "teardown-after-launcher-report",
         f"{dropped} error(s) came after the launcher reported a worker failing: they are teardown",
         [first], roots=roots, symptoms=symptoms)
+
+
+EXPLAINED_SLACK_SECONDS = 5.0  # host clocks differ; a cause logged a little after its effect still explains it
+
+
+def _clearly_after(cause, effect) -> bool:
+    cause_time, effect_time = cause.line.origin.time, effect.line.origin.time
+    if cause_time is None or effect_time is None or cause.line.origin.time_inherited:
+        return False
+    return cause_time > effect_time + EXPLAINED_SLACK_SECONDS
+
+
+@rule("explained-by-another")
+def explained_by_another(facts: Facts, decision: Decision) -> Decision | None:
+    """An error that another error of the run explains (an Xid 79 explains the CUDA errors of the
+    process on that GPU) is its consequence, unless it clearly came first."""
+    causes = list(decision.roots)
+    explained = [incident for incident in decision.roots
+                 if any(cause is not incident and facts.relations.explained_by(cause.failure_id, incident.failure_id)
+                        and not _clearly_after(cause.first, incident.first) for cause in causes)]
+    explained_symptoms = [match for match in decision.symptoms
+                          if any(facts.relations.explained_by(cause.failure_id, match.entry_id)
+                                 and not _clearly_after(cause.first, match) for cause in causes)]
+    if not explained and not explained_symptoms:
+        return None
+    example = (explained[0].first if explained else explained_symptoms[0])
+    cause = next(c for c in causes if facts.relations.explained_by(c.failure_id, example.entry_id))
+    return decision.with_because(
+        "explained-by-another",
+        f"{len(explained) + len(explained_symptoms)} error(s) are consequences of another one "
+        f"(e.g. {example.entry_id} is explained by {cause.failure_id})", [cause.first, example],
+        roots=tuple(i for i in decision.roots if i not in explained),
+        symptoms=tuple(m for m in decision.symptoms if m not in explained_symptoms))
