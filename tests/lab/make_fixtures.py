@@ -84,43 +84,30 @@ KNOWN_MISSES: dict[str, str] = {
         "extra barrier and was then one collective behind (barrier against the others' all_reduce)",
     'collective-mismatch-extra-barrier-srun-ws2':
         'engine says uneven-batches-hang (rank right): every rank had 8 batches; rank 0 alone called an '
-        "extra barrier and was then one collective behind (barrier against the others' all_reduce) and no"
-        " host (Slurm's lines name node vm)",
+        "extra barrier and was then one collective behind (barrier against the others' all_reduce)",
     'collective-mismatch-extra-barrier-tee-ws4':
         'engine says uneven-batches-hang (rank right): every rank had 8 batches; rank 2 alone called an '
         "extra barrier and was then one collective behind (barrier against the others' all_reduce)",
-    'exc-then-time-limit-logdir-ws3':
-        "engine says preempted-sigterm (the Slurm time-limit line) with no rank: rank 1's IndexError "
-        'traceback came 8 s before the cancel and is what hung the job (a non-daemon thread kept rank 1 '
-        "alive) and no host (Slurm's lines name node vm)",
-    'exc-then-time-limit-plain-ws5':
-        "engine says preempted-sigterm (the Slurm time-limit line) with no rank: rank 3's IndexError "
-        'traceback came 8 s before the cancel and is what hung the job (a non-daemon thread kept rank 3 '
-        "alive) and no host (Slurm's lines name node vm)",
-    'exc-then-time-limit-srun-ws2':
-        "engine says preempted-sigterm (the Slurm time-limit line) with no rank: rank 1's IndexError "
-        'traceback came 8 s before the cancel and is what hung the job (a non-daemon thread kept rank 1 '
-        "alive) and no host (Slurm's lines name node vm)",
     'hang-checkpoint-time-limit-plain-ws4':
         'engine says preempted-sigterm (the Slurm time-limit line) with no rank: the time limit only '
         "ended a hang; rank 3 went silent (last line 'saving checkpoint to ...', no 'checkpoint saved') "
-        "while the others waited in the epoch-end barrier and no host (Slurm's lines name node vm)",
+        'while the others waited in the epoch-end barrier',
     'hang-checkpoint-time-limit-srun-ws3':
         'engine says preempted-sigterm (the Slurm time-limit line) with no rank: the time limit only '
         "ended a hang; rank 1 went silent (last line 'saving checkpoint to ...', no 'checkpoint saved') "
-        "while the others waited in the epoch-end barrier and no host (Slurm's lines name node vm)",
+        'while the others waited in the epoch-end barrier',
     'hang-checkpoint-time-limit-tee-ws2':
         'engine says preempted-sigterm (the Slurm time-limit line) with no rank: the time limit only '
         "ended a hang; rank 1 went silent (last line 'saving checkpoint to ...', no 'checkpoint saved') "
-        "while the others waited in the epoch-end barrier and no host (Slurm's lines name node vm)",
+        'while the others waited in the epoch-end barrier',
     'hang-eval-time-limit-logdir-ws2':
         'engine says preempted-sigterm (the Slurm time-limit line) with no rank: the time limit only '
         "ended a hang; rank 0 went silent (last line 'evaluating epoch 0 on the held-out set') while the "
-        "others waited in the epoch-end barrier and no host (Slurm's lines name node vm)",
+        'others waited in the epoch-end barrier',
     'hang-eval-time-limit-srun-ws3':
         'engine says preempted-sigterm (the Slurm time-limit line) with no rank: the time limit only '
         "ended a hang; rank 0 went silent (last line 'evaluating epoch 0 on the held-out set') while the "
-        "others waited in the epoch-end barrier and no host (Slurm's lines name node vm)",
+        'others waited in the epoch-end barrier',
     'native-abort-logdir-ws2':
         'engine finds no failure (status unknown): the rank died by SIGABRT (exit code -6) with no Python'
         ' traceback',
@@ -128,8 +115,8 @@ KNOWN_MISSES: dict[str, str] = {
         "engine finds no failure (status unknown): the rank died by SIGABRT (exit code -6, srun's "
         "'Aborted') with no Python traceback and no host (Slurm's lines name node vm)",
     'native-bus-error-srun-ws2':
-        "engine says native-crash (acceptable) but no rank and no host: srun's 'task N: Bus error' line "
-        "and the task's 'N: ' label name the rank and the node",
+        "engine says native-crash (acceptable, host right) but no rank: srun's 'task N: Bus error' line "
+        "and the task's 'N: ' label name it",
     'native-cxx-terminate-srun-ws4':
         "engine finds no failure (status unknown): libstdc++'s 'terminate called after throwing an "
         "instance of' and srun's 'task 3: Aborted' (SIGABRT, no Python traceback) and no host (Slurm's "
@@ -138,14 +125,14 @@ KNOWN_MISSES: dict[str, str] = {
         "engine finds no failure (status unknown): libstdc++'s 'terminate called after throwing an "
         "instance of' and torchrun's exitcode -6 (SIGABRT, no Python traceback)",
     'native-fpe-srun-ws2':
-        "engine says native-crash (acceptable) but no rank and no host: srun's 'task N: Floating point "
-        "exception' line and the task's 'N: ' label name the rank and the node",
+        "engine says native-crash (acceptable, host right) but no rank: srun's 'task N: Floating point "
+        "exception' line and the task's 'N: ' label name it",
     'native-segfault-srun-ws6':
-        "engine says native-crash (acceptable) but no rank and no host: srun's 'task N: Segmentation "
-        "fault' line and the task's 'N: ' label name the rank and the node",
+        "engine says native-crash (acceptable, host right) but no rank: srun's 'task N: Segmentation "
+        "fault' line and the task's 'N: ' label name it",
     'oom-killer-srun-ws2':
-        "engine says host-oom-killed (right) but no rank and no host: dmesg's pid is the one task 1 "
-        "logged at start-up, and srun's 'task 1: Killed' names the rank and node",
+        "engine says host-oom-killed (right, host right) but no rank: dmesg's pid is the one task 1 "
+        "logged at start-up, and srun's 'task 1: Killed' names the rank",
     'p2p-deadlock-tee-ws2':
         "engine says collective-timeout-straggler on rank 0: ranks 0 and 1 were both in send ('Timed out "
         "waiting ... for send operation'); rank 1 took the wrong order",

@@ -46,7 +46,6 @@ KNOWN_MISSES: dict[str, str] = {
     "hang-checkpoint-time-limit-tee-ws2-r1": _TIME_LIMIT + "rank 1 hung writing its checkpoint shard first",
     "hang-checkpoint-time-limit-plain-ws3-r2": _TIME_LIMIT + "rank 2 hung writing its checkpoint shard first",
     "hang-eval-time-limit-srun-ws3-r0": _TIME_LIMIT + "rank 0 hung in its evaluation first",
-    "exc-then-time-limit-logdir-ws3-r1": _TIME_LIMIT + "rank 1's IndexError came first and caused the hang",
     "collective-mismatch-extra-barrier-plain-ws3-r0": "called uneven-batches-hang: the ranks had equal batches, rank 0 "
                                                       "alone called an extra barrier",
     "p2p-deadlock-twonode-ws4-r1": "which rank times out first in the send/send deadlock varies; the engine names "
