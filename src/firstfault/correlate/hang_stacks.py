@@ -38,8 +38,8 @@ class HangStack:
         return self.innermost.captures.get("func", "")
 
     @property
-    def text(self) -> str:
-        return " ".join(frame.line.text for frame in self.frames)
+    def functions(self) -> list[str]:
+        return [frame.captures.get("func", "").lower() for frame in self.frames]
 
 
 def hang_stacks(matches) -> tuple[HangStack, ...]:

@@ -6,6 +6,7 @@ printed nothing. The first rule that applies decides.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import replace
 
@@ -43,13 +44,20 @@ def hang_decision(facts: Facts, decision: Decision, rule_id: str, failure_id: st
     if evidence is None and rank is not None:
         evidence = own_line(facts, rank, failure_id)
     anchor = evidence or min(facts.collateral, key=time_key)
-    if rank is not None and anchor.line.origin.rank != rank:
-        anchor = with_rank(anchor, rank)
+    if anchor.line.origin.rank != rank:
+        anchor = with_rank(anchor, rank)  # None: the rule found no single rank that started it
     if anchor.signature.weight < HANG_WEIGHT:  # a frame or a last line: the verdict's weight is the rule's
         anchor = replace(anchor, signature=replace(anchor.signature, weight=HANG_WEIGHT, role="symptom"))
     return decision.with_because(rule_id, reason, [*cited, anchor] if evidence else list(cited) or [anchor],
                                  note=f"only collective timeouts were printed: {reason}" if facts.timeouts else reason,
                                  status="failure", primary=failure_id, initiating=anchor, rank_decided=True)
+
+
+_GROUP = re.compile(r"PG ID (\d+)|PG GUID (\d+)")
+
+
+def _groups_named(matches) -> set:
+    return {found.group(0) for match in matches for found in _GROUP.finditer(match.line.text)}
 
 
 def _waiting(facts: Facts) -> dict:
@@ -60,10 +68,19 @@ def _waiting(facts: Facts) -> dict:
 def sequence_behind(facts: Facts, decision: Decision) -> Decision | None:
     """NCCL: the one rank whose collective sequence number is behind the others'."""
     progress = sequence_progress(facts.timeouts)
-    if len(progress) < 2:
-        return None
+    if len(progress) < 2 or len(_groups_named(facts.timeouts)) > 1:
+        return None  # sequence numbers count per process group: across groups they do not compare
     highest = max(progress.values())
     behind = [rank for rank, value in progress.items() if value < highest]
+    if len(behind) > 1 and len(progress) - len(behind) > 1:
+        # several ranks on each side: they ran different numbers of steps, not one straggler
+        by_seq: dict[int, list] = defaultdict(list)
+        for rank, value in progress.items():
+            by_seq[value].append(rank)
+        described = "; ".join(f"{seq}: ranks {sorted(ranks)}" for seq, ranks in sorted(by_seq.items()))
+        return hang_decision(facts, decision, "hang-sequence-behind", UNEVEN, None,
+                             f"ranks waited at different collective sequence numbers ({described}): "
+                             "they had run different numbers of steps", _waiting(facts).get(behind[0]))
     if len(behind) != 1:
         return None
     rank = behind[0]
@@ -190,7 +207,7 @@ def stacks_differ(facts: Facts, decision: Decision) -> Decision | None:
     ordered = sorted(groups.values(), key=len)
     odd = ordered[0]
     if len(ordered[0]) == len(ordered[1]):
-        doing_alone = [group for group in ordered if any(word in group[0].text.lower() for word in ROOT_ONLY_WORK)]
+        doing_alone = [group for group in ordered if any(word in func for func in group[0].functions for word in ROOT_ONLY_WORK)]
         if len(doing_alone) != 1:
             return None
         odd = doing_alone[0]
