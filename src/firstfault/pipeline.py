@@ -14,9 +14,11 @@ from functools import lru_cache
 
 from .correlate import correlate
 from .correlate.dumps_join import join_dump_report
+from .correlate.relations import relations_of
 from .ingest.error_records import error_record_input
-from .correlate.hangs import TIMEOUT_ENTRY as PEER_CRASH
-from .correlate.ranks import hosts_seen, pid_ranks, ranks_seen, resolve
+from .correlate.ids import PEER_CRASH
+from .correlate.hosts import job_hosts
+from .correlate.ranks import hosts_seen, local_world_size, pid_ranks, ranks_seen, resolve, stream_activity
 from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
 from .kb import load_knowledge_base
@@ -75,7 +77,7 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
     scans = scan_inputs(inputs, kb, observer)
     # after the join, everything the diagnosis says passes the masker once more: file names the
     # user gave (/home/<user>/...), upload names, dump notes quoting stack frames and paths
-    diagnosis = map_strings(join_dump_report(diagnose_scans(scans, skipped), report), mask_secrets)
+    diagnosis = map_strings(join_dump_report(diagnose_scans(scans, skipped, kb=kb), report), mask_secrets)
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis  # after the join: dump notes name files too
 
 
@@ -95,7 +97,7 @@ def _dump_report(inputs: list[InputFile]):
     return report
 
 
-def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_hosts: bool = False) -> Diagnosis:
+def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_hosts: bool = False, kb=None) -> Diagnosis:
     """Correlate what the scans found into one Diagnosis."""
     read = [scan for scan in scans if not scan.error]
     all_skipped = list(skipped) + [Skipped(scan.input.display, scan.error) for scan in scans if scan.error]
@@ -118,7 +120,9 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     single_process = (set(summary.ranks) <= {0} and len(summary.hosts) <= 1
                       and not any(_peer_failed(match) for match in matches))
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
-    diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches))
+    diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches),
+                          relations_of(kb or load_knowledge_base()), stream_activity(read, matches),
+                          job_hosts(matches, local_world_size(read)))
     diagnosis = map_strings(diagnosis, mask_secrets)  # lines are masked; the names of files are not yet
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
 
