@@ -103,16 +103,29 @@ def test_deeply_nested_json_is_422_not_500(client):
     assert response.status_code == 422 and response.json()["error"]["code"] == "malformed_json"
 
 
-def test_origin_null_is_a_foreign_origin(client):
+FOREIGN = [{"origin": "null"}, {"origin": "null", "sec-fetch-site": "cross-site"}, {"origin": "https://evil.example"},
+           {"origin": "https://evil.example", "sec-fetch-site": "cross-site"}, {"sec-fetch-site": "cross-site"}]
+
+
+@pytest.mark.parametrize("headers", FOREIGN, ids=lambda h: ",".join(f"{k}={v}" for k, v in h.items()))
+def test_origin_null_is_a_foreign_origin(client, headers):
+    """A sandboxed frame or a data: URL sends `Origin: null` (and `Sec-Fetch-Site: cross-site`)."""
     saved = client.post("/api/diagnose?save=true", content=RANK_LOGS["rank1.log"], headers={"content-type": "text/plain"})
     record = saved.headers["location"].rsplit("/", 1)[-1]
-    for origin in ("null", "https://evil.example"):
-        assert client.delete(f"/api/history/{record}", headers={"origin": origin}).status_code == 403
-        stored = client.post("/api/diagnose?save=true", content=RANK_LOGS["rank1.log"],
-                             headers={"content-type": "text/plain", "origin": origin})
-        assert stored.status_code == 403
-    assert client.post("/history/1/delete", headers={"origin": "null"}).status_code == 403
-    assert client.delete(f"/api/history/{record}", headers={"origin": "http://testserver"}).status_code == 204
+    assert client.delete(f"/api/history/{record}", headers=headers).status_code == 403
+    stored = client.post("/api/diagnose?save=true", content=RANK_LOGS["rank1.log"], headers={"content-type": "text/plain", **headers})
+    assert stored.status_code == 403
+    assert client.post(f"/history/{record}/delete", headers=headers).status_code == 403
+    assert client.get(f"/api/history/{record}").status_code == 200
+
+
+@pytest.mark.parametrize("headers", [{"origin": "http://testserver"}, {"origin": "null", "sec-fetch-site": "same-origin"}, {}])
+def test_the_apps_own_forms_and_plain_clients_may_write(client, headers):
+    """Our pages send no referrer, so their form posts carry `Origin: null` with
+    `Sec-Fetch-Site: same-origin`; curl sends no Origin at all."""
+    saved = client.post("/api/diagnose?save=true", content=RANK_LOGS["rank1.log"], headers={"content-type": "text/plain"})
+    record = saved.headers["location"].rsplit("/", 1)[-1]
+    assert client.delete(f"/api/history/{record}", headers=headers).status_code == 204
 
 
 def test_an_unexpected_error_is_a_500_logged_by_type_only(client, monkeypatch, caplog):

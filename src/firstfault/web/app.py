@@ -183,11 +183,15 @@ class Guard:
             # a DNS-rebinding page reaches us under its own name: refuse any name we were not started as
             return InputRejected(421, "wrong_host", f"this server does not answer for {host[:100]!r}")
         if request.method not in ("GET", "HEAD", "OPTIONS"):
-            # `Origin: null` comes from sandboxed frames and data: URLs: as foreign as any other site
+            # `Origin: null` comes from sandboxed frames and data: URLs, which are foreign; it also
+            # comes from our own forms, since the pages send no referrer: those the browser marks
+            # `Sec-Fetch-Site: same-origin`, a header no page can set
             origin = request.headers.get("origin")
-            if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
-                return InputRejected(403, "cross_origin", "requests from other sites are refused")
-            if request.headers.get("sec-fetch-site") == "cross-site":
+            fetch_site = request.headers.get("sec-fetch-site")
+            same_origin = origin is not None and origin.split("://", 1)[-1] == request.headers.get("host")
+            if origin == "null":
+                same_origin = fetch_site == "same-origin"
+            if origin is not None and not same_origin or fetch_site in ("cross-site", "same-site"):
                 return InputRejected(403, "cross_origin", "requests from other sites are refused")
         return None
 
