@@ -58,26 +58,25 @@ def _assert_clean(text: str, where: str) -> None:
         assert secret not in text, f"{secret!r} reached the {where}: {text[:1500]}"
 
 
-@pytest.mark.parametrize("make_alerts", [_hang_alerts, _failure_alerts], ids=["hang", "failure"])
-def test_terminal_sink(make_alerts):
-    _, alerts = make_alerts()
-    stream = io.StringIO()
-    sink = TerminalSink(stream)
-    for alert in alerts:
-        sink.emit(alert)
-    _assert_clean(stream.getvalue(), "terminal")
-    assert "\x1b" not in stream.getvalue() and "\x07" not in stream.getvalue()
+def _terminal_checks(output: str) -> None:
+    assert "\x1b" not in output and "\x07" not in output  # control characters shown escaped
+
+
+def _jsonl_checks(output: str) -> None:
+    assert all(json.loads(line)["schema"] == "firstfault.alert/1" for line in output.splitlines())
 
 
 @pytest.mark.parametrize("make_alerts", [_hang_alerts, _failure_alerts], ids=["hang", "failure"])
-def test_json_lines_sink(make_alerts):
+@pytest.mark.parametrize("sink_class,checks", [(TerminalSink, _terminal_checks), (JsonLinesSink, _jsonl_checks)],
+                         ids=["terminal", "jsonl"])
+def test_stream_sinks(make_alerts, sink_class, checks):
     _, alerts = make_alerts()
     stream = io.StringIO()
-    sink = JsonLinesSink(stream)
+    sink = sink_class(stream)
     for alert in alerts:
         sink.emit(alert)
-    _assert_clean(stream.getvalue(), "jsonl")
-    assert all(json.loads(line)["schema"] == "firstfault.alert/1" for line in stream.getvalue().splitlines())
+    _assert_clean(stream.getvalue(), sink_class.__name__)
+    checks(stream.getvalue())
 
 
 @pytest.mark.parametrize("make_alerts", [_hang_alerts, _failure_alerts], ids=["hang", "failure"])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import socket
 import tarfile
 import zipfile
 
@@ -31,6 +32,12 @@ RANK_LOGS = {
         "WorkNCCL(SeqNum=4711, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600016 milliseconds before timing out.\n"
     ),
 }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def combined_console() -> str:

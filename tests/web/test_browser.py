@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import combined_console, log_folder_tar_gz
+from .helpers import combined_console, free_port, log_folder_tar_gz
 
 CHROMIUM = os.environ.get("FIRSTFAULT_CHROMIUM", "/usr/bin/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -46,12 +45,6 @@ if _unavailable():
     if REQUIRED:
         raise RuntimeError(_unavailable())
     pytest.skip(_unavailable(), allow_module_level=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

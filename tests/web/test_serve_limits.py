@@ -14,22 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import RANK_LOGS
+from .helpers import RANK_LOGS, free_port
 from .test_hostile_requests import inner_bomb, nested_bomb
 
 CLIENT_TIMEOUT = 2.0
 MiB = 1 << 20
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("serve") / "stderr.log"
     with open(log, "wb") as errors:
         process = subprocess.Popen(

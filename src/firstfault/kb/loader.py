@@ -57,19 +57,11 @@ def entry_files(root: Path = ENTRIES_DIR) -> list[Path]:
 
 
 def _parse(path: Path, label: str):
-    import yaml
+    from .yaml_lines import LineDict, load_file
 
-    from .yaml_lines import DuplicateKey, LineDict, load_with_lines
-
-    try:
-        data = load_with_lines(path.read_text(encoding="utf-8"))
-    except DuplicateKey as exc:
-        return None, [Problem(label, exc.line, str(exc))]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return None, [Problem(label, mark.line + 1 if mark else None, f"invalid YAML: {exc}")]
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem(label, None, f"cannot read: {exc}")]
+    data, problems = load_file(path, label)
+    if problems:
+        return None, problems
     if not isinstance(data, LineDict):
         return None, [Problem(label, 1, "an entry must be a YAML mapping")]
     return data, []

@@ -56,6 +56,22 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _con
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
+def load_file(path, label: str):
+    """(data, problems) of one YAML file: problems (with file:line) when it cannot be read or
+    parsed, or has a duplicate key."""
+    from ..errors import Problem
+
+    try:
+        return load_with_lines(path.read_text(encoding="utf-8")), []
+    except DuplicateKey as exc:
+        return None, [Problem(label, exc.line, str(exc))]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return None, [Problem(label, mark.line + 1 if mark else None, f"invalid YAML: {exc}")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Problem(label, None, f"cannot read: {exc}")]
+
+
 def load_with_lines(text: str):
     """Parse YAML text; mappings are LineDict, sequences LineList. Raises yaml.YAMLError or DuplicateKey."""
     return yaml.load(text, Loader=_LineLoader)

@@ -129,20 +129,12 @@ def load_masker() -> Masker:
 
 def parse_catalogue(path: Path = CATALOGUE) -> tuple[Catalogue | None, list[Problem]]:
     """The catalogue and every problem in its shape (examples are run by check_catalogue)."""
-    import yaml
-
-    from ..kb.yaml_lines import DuplicateKey, LineDict, line_of, load_with_lines
+    from ..kb.yaml_lines import LineDict, line_of, load_file
 
     label = _label(path)
-    try:
-        data = load_with_lines(path.read_text(encoding="utf-8"))
-    except DuplicateKey as exc:
-        return None, [Problem(label, exc.line, str(exc))]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return None, [Problem(label, mark.line + 1 if mark else None, f"invalid YAML: {exc}")]
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem(label, None, f"cannot read: {exc}")]
+    data, problems = load_file(path, label)
+    if problems:
+        return None, problems
     if not isinstance(data, LineDict) or set(data) != {"names", "detectors"}:
         return None, [Problem(label, 1, "the catalogue is a mapping with exactly `names` and `detectors`")]
     problems: list[Problem] = []
