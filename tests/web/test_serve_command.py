@@ -56,3 +56,20 @@ def test_missing_web_extra(monkeypatch, capsys):
 def test_bad_port(capsys):
     assert cli.main(["serve", "--port", "70000"]) == 2
     assert "not a port" in capsys.readouterr().err
+
+
+def test_an_unusable_data_directory_is_one_line_and_a_hint(captured_run, tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the data directory would go")
+    monkeypatch.setenv("XDG_DATA_HOME", str(blocker))
+    assert cli.main(["serve"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot open the history database" in err and "--no-history" in err and "Traceback" not in err
+    assert not captured_run
+
+
+def test_client_timeout_option(captured_run):
+    assert cli.main(["serve", "--no-history", "--client-timeout", "3"]) == 0
+    app, options = captured_run[0]
+    assert options["limit_concurrency"] and options["http"].__name__ == "TimelyH11Protocol"
+    assert cli.main(["serve", "--no-history", "--client-timeout", "0"]) == 2
