@@ -60,15 +60,31 @@ def credential_like(value: str, minimum: int) -> bool:
 
 
 def name_literals(names) -> tuple[str, ...]:
-    """Lower-case words of which a text holds at least one when it holds any of `names`: the
-    longest part of each name (a name matches with '_', '-', '.' or nothing between parts)."""
-    return tuple(sorted({max(name.lower().split("_"), key=len) for name in names}))
+    """Few lower-case words of which a text holds at least one when it holds any of `names`: a
+    name matches with '_', '-', '.' or nothing between its parts, so each literal lies within one
+    part; the parts that cover most names are taken first (`key` covers api_key and secret_key)."""
+    parts = [[part for part in name.lower().split("_") if len(part) >= 3] or [name.lower()] for name in names]
+    candidates = {part for name_parts in parts for part in name_parts}
+    uncovered, chosen = list(range(len(parts))), []
+    while uncovered:
+        best = max(sorted(candidates), key=lambda literal: sum(any(literal in part for part in parts[index]) for index in uncovered))
+        chosen.append(best)
+        uncovered = [index for index in uncovered if not any(best in part for part in parts[index])]
+    return tuple(sorted(chosen))
 
 
 def name_alternation(names) -> str:
     """Names as one alternation; '_' in a name stands for '_', '-', '.' or nothing."""
     parts = sorted({re.escape(name).replace("_", "[_.-]?") for name in names}, key=len, reverse=True)
     return "|".join(parts)
+
+
+def _spellings(name: str) -> set[str]:
+    """`api_key` as it may be written: api_key, api-key, api.key, apikey."""
+    spellings = {""}
+    for index, part in enumerate(name.split("_")):
+        spellings = {done + joint + part for done in spellings for joint in (("",) if index == 0 else ("_", "-", ".", ""))}
+    return spellings
 
 
 @dataclass(frozen=True)
@@ -85,6 +101,7 @@ class SecretNames:
         object.__setattr__(self, "_excluded", LazyPattern("(?i)(?:" + "|".join(self.not_secret) + ")") if self.not_secret else None)
         object.__setattr__(self, "_strong", LazyPattern("(?i)(?:" + name_alternation(self.strong + self.glued) + ")$"))
         object.__setattr__(self, "_weak", LazyPattern("(?i)(?:" + name_alternation(self.weak) + ")"))
+        object.__setattr__(self, "_suffixes", tuple(sorted({variant for name in self.all for variant in _spellings(name)})))
         object.__setattr__(self, "_named", LazyPattern(
             "(?:^|[_.\\-]|(?<=[a-z])(?=[A-Z]))(?i:" + name_alternation(self.all) + ")$|(?i:" + name_alternation(self.glued) + ")$"))
 
@@ -94,6 +111,8 @@ class SecretNames:
 
     def names_secret(self, key: str) -> bool:
         """Whether a key's last part is a secret name (and the key is not a known exception)."""
+        if not key.lower().endswith(self._suffixes):  # most keys: one C-level test
+            return False
         return self._named.search(key) is not None and not self.excluded(key)
 
     def excluded(self, key: str) -> bool:
@@ -144,6 +163,20 @@ _CODE_NAME = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]{0,60}(?:\.[A-Za-z_][A-Za-z0-9_]
 _NESTED_KEY = LazyPattern(r"[A-Za-z_][A-Za-z0-9_.\-]{0,60}=[^=]")
 
 
+# A key and its separator: the token right before `=`, `:`, `=>` or `:=` (in quotes or not). Which
+# keys are secret is decided on the token (SecretNames.names_secret), not inside this pattern,
+# which stays one cheap pass over the text.
+_KEY_SEPARATOR = LazyPattern(
+    r"(?<![A-Za-z0-9_.\-$%])(?P<quote>\\?[\"']?)(?P<key>[A-Za-z0-9_.\-]{1,64})"
+    r"(?P<sep>\\?[\"']?[ \t]{0,4}(?:=>|:=|=|:)(?![:=])[ \t]{0,4})")
+_VALUE = LazyPattern(_QUOTED_VALUE + r"|\$\{[A-Za-z_][A-Za-z0-9_]{0,100}\}|" + _UNQUOTED_VALUE)
+# A flag on a command line, alone (`--token x`, `--token=x`) or as an item of a printed argv
+# list (`'--token', 'x'`).
+_FLAG = LazyPattern(r"(?:(?P<quote>['\"])|(?<![A-Za-z0-9_\-]))(?P<flag>--?[A-Za-z][A-Za-z0-9_\-]{0,63})(?![A-Za-z0-9_\-])")
+_LISTED_VALUE = LazyPattern(r"['\"][ \t]{0,4},[ \t]{0,4}(?P<value>'(?:[^'\\\n]|\\.){0,%(n)d}'|\"(?:[^\"\\\n]|\\.){0,%(n)d}\")" % {"n": MAX_VALUE})
+_FLAG_VALUE = LazyPattern(r"(?P<sep>=|[ \t]{1,4})(?P<value>" + _QUOTED_VALUE + r"|(?!-)" + _UNQUOTED_VALUE + ")")
+
+
 class KeyValueRule:
     """`KEY=value`, `key: value`, `"key": "value"`, `key='value'` (also inside a string's JSON),
     where the key's last part is a secret name: `password`, `*_TOKEN`, `apiKey`, `AccountKey`.
@@ -153,48 +186,43 @@ class KeyValueRule:
     def __init__(self, names: SecretNames) -> None:
         self.names = names
         self.literals = name_literals(names.all)
-        separated = name_alternation(names.all)
-        glued = name_alternation(names.glued)
-        self.regex = LazyPattern(
-            r"(?<![A-Za-z0-9_.\-$%])(?P<key>\\?[\"']?"
-            r"(?:(?:[A-Za-z0-9_.\-]{0,60}?(?:[_.\-]|(?<=[a-z])(?=[A-Z])))?(?i:" + separated + r")"
-            r"|[A-Za-z0-9_.\-]{0,60}?(?<=[A-Za-z])(?i:" + glued + r")))"
-            r"(?![A-Za-z0-9_])(?P<sep>\\?[\"']?[ \t]{0,4}(?:=>|:=|=|:)(?![:=])[ \t]{0,4})"
-            r"(?P<value>" + _QUOTED_VALUE + r"|\$\{[A-Za-z_][A-Za-z0-9_]{0,100}\}|" + _UNQUOTED_VALUE + ")")
 
     def apply(self, text: str) -> str:
         if "=" not in text and ":" not in text:
             return text  # no key without a separator
         pieces, position = [], 0
-        for match in self.regex.finditer(text):
-            if match.start() < position:
-                continue  # inside a value already masked
-            replacement, end = self._replace(match)
-            pieces += [text[position:match.start()], replacement]
-            position = end
+        for match in _KEY_SEPARATOR.finditer(text):
+            if match.start() < position or not self.names.names_secret(match.group("key")):
+                continue  # inside a value already masked, or not a secret's key
+            value = _VALUE.match(text, match.end())
+            if value is None:
+                continue
+            replacement, end = self._replace(match, value)
+            if replacement is not None:
+                pieces += [text[position:match.start()], replacement]
+                position = end
         if not pieces:
             return text
         pieces.append(text[position:])
         return "".join(pieces)
 
-    def _replace(self, match: re.Match) -> tuple[str, int]:
-        unchanged = (match.group(0), match.end())
-        opening, inner, closing = _unquote(match.group("value"))
-        text = match.string
-        following = text[match.end():match.end() + 1]
-        code = following in ("(", "[") and match.group("sep").strip() == "=" and " " in match.group("sep") and _CODE_NAME.fullmatch(inner)
+    def _replace(self, match: re.Match, value: re.Match) -> tuple[str | None, int]:
+        opening, inner, closing = _unquote(value.group(0))
+        text, separator = match.string, match.group("sep")
+        following = text[value.end():value.end() + 1]
+        code = following in ("(", "[") and separator.strip() == "=" and " " in separator and _CODE_NAME.fullmatch(inner)
         if not opening and (code or _NESTED_KEY.match(inner)):
-            return unchanged  # source code (`password = getpass.getpass()`), or a key of its own (`credentials: key=...`)
+            return None, 0  # source code (`password = getpass.getpass()`), or a key of its own (`credentials: key=...`)
         key = match.group("key")
         if not self.names.hides(key, inner):
-            return unchanged
-        end = match.end()
+            return None, 0
+        end = value.end()
         if not opening and self.names.strength(key) == "strong" and self._may_hold_spaces(match):
             found = _NEXT_ITEM.search(text, end, end + MAX_VALUE)
             end = found.start() if found else min(len(text), end + MAX_VALUE)
-            while end > match.end() and text[end - 1] in " \t\r":
+            while end > value.end() and text[end - 1] in " \t\r":
                 end -= 1
-        return key + match.group("sep") + opening + MASKED + closing, end
+        return match.group(0) + opening + MASKED + closing, end
 
     @staticmethod
     def _may_hold_spaces(match: re.Match) -> bool:
@@ -212,32 +240,32 @@ class ArgvRule:
     def __init__(self, names: SecretNames) -> None:
         self.names = names
         self.literals = name_literals(names.all)
-        flag = r"--?(?:[A-Za-z0-9]+[_\-])*(?i:" + name_alternation(names.all) + r")(?![A-Za-z0-9_\-])"
-        self.regex = LazyPattern(
-            r"(?P<listed>(?P<q>['\"])(?P<lflag>" + flag + r")(?P=q)\s{0,4},\s{0,4})"
-            r"(?P<lvalue>'(?:[^'\\\n]|\\.){0,%(n)d}'|\"(?:[^\"\\\n]|\\.){0,%(n)d}\")"
-            r"|(?<![A-Za-z0-9_\-])(?P<flag>" % {"n": MAX_VALUE} + flag + r")(?P<sep>=|[ \t]{1,4})"
-            r"(?P<value>" + _QUOTED_VALUE + r"|(?!-)" + _UNQUOTED_VALUE + ")")
 
     def apply(self, text: str) -> str:
         if "-" not in text:
             return text  # no flag without a dash
-        return self.regex.sub(self._replace, text)
-
-    def _replace(self, match: re.Match) -> str:
-        if match.group("listed"):
-            flag, value = match.group("lflag"), match.group("lvalue")
-            head = match.group("listed")
-        else:
-            flag, value = match.group("flag"), match.group("value")
-            head = flag + match.group("sep")
-        opening, inner, closing = _unquote(value)
-        if self.names.excluded(flag):
-            return match.group(0)
-        # on a command line a secret-named flag takes a secret, short or not (`--token abc`)
-        if not self.names.hides(flag, inner, "strong"):
-            return match.group(0)
-        return head + opening + MASKED + closing
+        pieces, position = [], 0
+        for match in _FLAG.finditer(text):
+            flag = match.group("flag")
+            if match.start() < position or not self.names.names_secret(flag.lstrip("-")):
+                continue
+            follows = None
+            if match.group("quote") and text[match.end():match.end() + 1] == match.group("quote"):
+                follows = _LISTED_VALUE.match(text, match.end())  # `'--token', 'x'`
+            if follows is None:
+                follows = _FLAG_VALUE.match(text, match.end())  # `--token x`, `"--token=x"`
+            if follows is None:
+                continue
+            opening, inner, closing = _unquote(follows.group("value"))
+            # on a command line a secret-named flag takes a secret, short or not (`--token abc`)
+            if not self.names.hides(flag, inner, "strong"):
+                continue
+            pieces += [text[position:follows.start("value")], opening + MASKED + closing]
+            position = follows.end()
+        if not pieces:
+            return text
+        pieces.append(text[position:])
+        return "".join(pieces)
 
 
 _URL = LazyPattern(r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s\"'`<>]{1,%d}" % (2 * MAX_VALUE))
