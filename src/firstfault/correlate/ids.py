@@ -10,3 +10,7 @@ NATIVE_CRASH = "native-crash"
 LAUNCHER_AFTERMATH = "torchelastic-child-failed"
 
 ENGINE_IDS = (PEER_CRASH, STRAGGLER, UNEVEN, MISMATCH, EXTERNAL_STOP, NATIVE_CRASH, LAUNCHER_AFTERMATH)
+
+# Aborts (SIGABRT) are also how the NCCL watchdog ends a rank after a collective timeout: with a
+# timeout in the job, these signatures are its teardown, not a native crash of their own.
+ABORT_SIGNATURES = ("native-crash/abort-core-dumped", "native-crash/cpp-terminate")

@@ -53,11 +53,11 @@ def hang_decision(facts: Facts, decision: Decision, rule_id: str, failure_id: st
                                  status="failure", primary=failure_id, initiating=anchor, rank_decided=True)
 
 
-_GROUP = re.compile(r"PG ID (\d+)|PG GUID (\d+)")
+_GROUP = re.compile(r"PG ID (\d+)")
 
 
 def _groups_named(matches) -> set:
-    return {found.group(0) for match in matches for found in _GROUP.finditer(match.line.text)}
+    return {found.group(1) for match in matches for found in _GROUP.finditer(match.line.text)}
 
 
 def _waiting(facts: Facts) -> dict:
