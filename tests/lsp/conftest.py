@@ -1,0 +1,86 @@
+"""A real LSP client (pytest-lsp) talking to `python -m firstfault.lsp` over stdio, and run folders
+copied from the real torchrun runs in tests/fixtures/real (tests append to them, delete from them).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls", reason="the editor server needs the lsp extra: pip install -e '.[lsp]'")
+pytest.importorskip("pytest_lsp", reason="the editor server tests need pytest-lsp (the test extra)")
+
+import pytest_asyncio  # noqa: E402
+from lsprotocol import types  # noqa: E402
+from pytest_lsp import ClientServerConfig, client_capabilities  # noqa: E402
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+REAL_RUNS = REPOSITORY / "tests" / "fixtures" / "real"
+POLL_SECONDS = 0.2
+WAIT_SECONDS = 60.0
+
+
+@pytest.fixture
+def run_folder(tmp_path):
+    """copy(name) -> a writable copy of tests/fixtures/real/<name>/logs."""
+
+    def copy(name: str, into: str = "runs") -> Path:
+        target = tmp_path / into / name
+        shutil.copytree(REAL_RUNS / name / "logs", target)
+        return target
+
+    return copy
+
+
+def server_environment(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
+
+
+async def start_client(tmp_path: Path, options: dict | None = None, capabilities: str = "visual-studio-code"):
+    config = ClientServerConfig(server_command=[sys.executable, "-m", "firstfault.lsp"],
+                                server_env=server_environment(tmp_path))
+    client = await config.start()
+    await client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities(capabilities),
+        initialization_options={"pollSeconds": POLL_SECONDS, "webUrl": "", **(options or {})},
+        workspace_folders=[types.WorkspaceFolder(uri=tmp_path.as_uri(), name="tmp")],
+    ))
+    return client
+
+
+@pytest_asyncio.fixture
+async def lsp(tmp_path):
+    client = await start_client(tmp_path)
+    yield client
+    await client.shutdown_session()
+    await client.stop()
+
+
+def open_file(client, path: Path, text: str | None = None) -> str:
+    """didOpen as an editor sends it; the text is the editor's copy (the server never uses it)."""
+    uri = path.as_uri()
+    if text is None:
+        text = path.read_text(encoding="utf-8", errors="replace") if path.stat().st_size < 1 << 20 else ""
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="log", version=1, text=text)))
+    return uri
+
+
+async def wait_for(condition, what: str, timeout: float = WAIT_SECONDS):
+    """Poll `condition()` until it is true (the server works in its own time)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def diagnostics_of(client, path: Path) -> list:
+    return list(client.diagnostics.get(path.as_uri(), []))
