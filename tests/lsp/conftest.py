@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import time
+import typing
 from pathlib import Path
 
 import pytest
@@ -45,12 +46,25 @@ async def start_client(tmp_path: Path, options: dict | None = None, capabilities
     config = ClientServerConfig(server_command=[sys.executable, "-m", "firstfault.lsp"],
                                 server_env=server_environment(tmp_path))
     client = await config.start()
+    _read_code_actions_as_the_specification_says(client)
     await client.initialize_session(types.InitializeParams(
         capabilities=client_capabilities(capabilities),
         initialization_options={"pollSeconds": POLL_SECONDS, "webUrl": "", **(options or {})},
         workspace_folders=[types.WorkspaceFolder(uri=tmp_path.as_uri(), name="tmp")],
     ))
     return client
+
+
+def _read_code_actions_as_the_specification_says(client) -> None:
+    """lsprotocol 2025.0.0 reads any object with a `command` key as a Command, but a CodeAction
+    has one too (an object, where a Command's is a string): tell them apart by that."""
+    converter = client.protocol._converter
+
+    def command_or_code_action(value, _type):
+        kind = types.Command if isinstance(value.get("command"), str) else types.CodeAction
+        return converter.structure(value, kind)
+
+    converter.register_structure_hook(typing.Union[types.Command, types.CodeAction], command_or_code_action)
 
 
 @pytest_asyncio.fixture

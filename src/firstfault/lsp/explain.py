@@ -71,9 +71,9 @@ def _fix_and_verify(entry, values: dict) -> list[str]:
         if others:
             lines.append(f"Other fixes in the full entry: {', '.join(others)}.")
     verify = verify_items(entry, values)
+    check, command = verification_command(entry, values)
     if verify:
-        check, command = verify[0]
-        lines.append(f"**Verify**: {check}")
+        lines.append(f"**Verify**: {check or verify[0][0]}")
         if command:
             lines.append(_fenced(command, "sh"))
     return lines

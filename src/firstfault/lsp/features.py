@@ -101,7 +101,7 @@ def build_server() -> FirstfaultServer:
     async def diagnose_folder(ls: FirstfaultServer, *arguments) -> dict:
         target, options = _target_and_options(arguments)
         entry = ls.job_for(await asyncio.get_running_loop().run_in_executor(ls.pool, _scope_for, target, ls.workspace_roots()))
-        diagnosis = await ls.diagnose_job(entry)
+        diagnosis = await ls.diagnose_job(entry, request=ls.protocol.msg_id)
         if diagnosis is None:
             raise RequestError(entry.job.problem or "the diagnosis was cancelled",
                                "" if entry.job.problem else "run the command again")
@@ -121,7 +121,7 @@ def build_server() -> FirstfaultServer:
         try:
             diagnosis = await ls.run_with_progress(
                 "firstfault: diagnosing the text", observer, _diagnose_text, [(name, text)],
-                bool(options.get("maskHosts")), ls.kb, observer)
+                bool(options.get("maskHosts")), ls.kb, observer, request=ls.protocol.msg_id)
         except FirstfaultError as exc:
             raise RequestError(exc.message, exc.hint) from None
         if diagnosis is None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from .. import __version__
@@ -79,9 +80,22 @@ class OpenJob:
     cancel: threading.Event | None = None  # of the diagnosis running now
 
 
+class CancellingProtocol(LanguageServerProtocol):
+    """pygls answers `$/cancelRequest` for a command that has started but cannot stop it: this
+    also tells the diagnosis the command runs, which stops at its next block."""
+
+    def _handle_cancel_notification(self, msg_id) -> None:
+        super()._handle_cancel_notification(msg_id)
+        cancel = self._server.request_cancels.get(msg_id)
+        if cancel is not None:
+            cancel.set()
+
+
 class FirstfaultServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("firstfault", __version__, text_document_sync_kind=types.TextDocumentSyncKind.None_)
+        super().__init__("firstfault", __version__, text_document_sync_kind=types.TextDocumentSyncKind.None_,
+                         protocol_cls=CancellingProtocol)
+        self.request_cancels: dict[object, threading.Event] = {}  # request id -> its diagnosis's cancel
         self.kb = None
         self.links: EntryLinks | None = None
         self.settings = Settings()
@@ -159,24 +173,30 @@ class FirstfaultServer(LanguageServer):
 
     # -- diagnosing --------------------------------------------------------------------------
 
-    async def diagnose_job(self, entry: OpenJob, *, refresh: bool = False) -> Diagnosis | None:
-        """Diagnose the job (or bring it up to date), with progress, and publish what it found."""
+    async def diagnose_job(self, entry: OpenJob, *, refresh: bool = False, request=None) -> Diagnosis | None:
+        """Diagnose the job (or bring it up to date), with progress, and publish what it found;
+        None when it was cancelled or nothing in it could be read (`job.problem` says why)."""
         async with entry.lock:
             observer = EditorProgress()
             entry.cancel = observer.cancel
             title = f"firstfault: diagnosing {entry.job.folder.name or entry.job.folder}"
-            publication = await self.run_with_progress(title, observer, self._diagnose_in_thread, entry, observer, refresh)
-            if publication is None:  # cancelled
+            publication = await self.run_with_progress(title, observer, self._diagnose_in_thread, entry, observer, refresh,
+                                                       request=request)
+            if publication is None:
                 self._log(f"diagnosis of {entry.job.folder} cancelled")
-                return entry.job.diagnosis
+                return None
             entry.publication = publication
             self._publish(entry)
+            if entry.job.diagnosis is not None:
+                self._log(_summary(entry.job))
             return entry.job.diagnosis
 
-    async def run_with_progress(self, title: str, observer: EditorProgress, function, *args):
+    async def run_with_progress(self, title: str, observer: EditorProgress, function, *args, request=None):
         """Run `function(*args)` in a worker thread with `$/progress`; None when cancelled (by the
-        client's progress button, or because the request that asked for it was cancelled)."""
+        client's progress button, or by cancelling `request`, the id of the request it runs for)."""
         loop = asyncio.get_running_loop()
+        if request is not None:
+            self.request_cancels[request] = observer.cancel
         work = loop.run_in_executor(self.pool, function, *args)
         reporter = loop.create_task(report_progress(self, title, observer, work))
         try:
@@ -189,6 +209,7 @@ class FirstfaultServer(LanguageServer):
             raise
         finally:
             await asyncio.wait([reporter])
+            self.request_cancels.pop(request, None)
 
     def _diagnose_in_thread(self, entry: OpenJob, observer: EditorProgress, refresh: bool) -> Publication:
         job = entry.job
@@ -225,21 +246,19 @@ class FirstfaultServer(LanguageServer):
     def _publish(self, entry: OpenJob) -> None:
         publication, job = entry.publication, entry.job
         diagnostics = {uri: list(items) for uri, items in publication.diagnostics.items()}
-        for uri in entry.documents:
-            reason = publication.unread.get(uri)
-            if reason:
-                diagnostics.setdefault(uri, []).insert(0, unread_diagnostic(reason))
-                self._tell(entry, f"firstfault did not read {Path(to_fs_path(uri) or uri).name}: {reason}",
-                           types.MessageType.Warning)
-        if job.problem:
-            self._tell(entry, f"firstfault: nothing to diagnose for {job.folder}: {job.problem}", types.MessageType.Warning)
+        unread = {uri: publication.unread[uri] for uri in entry.documents if publication.unread.get(uri)}
+        for uri, reason in unread.items():
+            diagnostics.setdefault(uri, []).insert(0, unread_diagnostic(reason))
         for uri in entry.published - set(diagnostics):
             self._send(uri, [])
         for uri, items in diagnostics.items():
             self._send(uri, items)
         entry.published = set(diagnostics)
-        if job.diagnosis is not None:
-            self._log(_summary(job))
+        for uri, reason in unread.items():
+            self._tell(entry, f"firstfault did not read {Path(to_fs_path(uri) or uri).name}: {reason}",
+                       types.MessageType.Warning)
+        if job.problem:
+            self._tell(entry, f"firstfault: nothing to diagnose for {job.folder}: {job.problem}", types.MessageType.Warning)
 
     def _send(self, uri: str, diagnostics: list[types.Diagnostic]) -> None:
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
