@@ -38,13 +38,17 @@ def run_folder(tmp_path):
     return copy
 
 
-def server_environment(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
+@pytest.fixture(scope="session")
+def cache_home(tmp_path_factory) -> Path:
+    """One cache folder for every server of the session (compiled signatures are kept there,
+    entries and reports written there), never the user's own."""
+    return tmp_path_factory.mktemp("cache")
 
 
-async def start_client(tmp_path: Path, options: dict | None = None, capabilities: str = "visual-studio-code"):
+async def start_client(tmp_path: Path, cache: Path, options: dict | None = None, environment: dict | None = None,
+                       capabilities: str = "visual-studio-code"):
     config = ClientServerConfig(server_command=[sys.executable, "-m", "firstfault.lsp"],
-                                server_env=server_environment(tmp_path))
+                                server_env={**os.environ, "XDG_CACHE_HOME": str(cache), **(environment or {})})
     client = await config.start()
     _read_code_actions_as_the_specification_says(client)
     await client.initialize_session(types.InitializeParams(
@@ -68,8 +72,8 @@ def _read_code_actions_as_the_specification_says(client) -> None:
 
 
 @pytest_asyncio.fixture
-async def lsp(tmp_path):
-    client = await start_client(tmp_path)
+async def lsp(tmp_path, cache_home):
+    client = await start_client(tmp_path, cache_home)
     yield client
     await client.shutdown_session()
     await client.stop()

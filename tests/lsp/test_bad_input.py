@@ -9,22 +9,26 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from .conftest import REAL_RUNS, diagnostics_of, open_file, wait_for
+from .conftest import REAL_RUNS, diagnostics_of, open_file, start_client, wait_for
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(180)]
 GIB = 1 << 30
 SERVER_MEMORY_LIMIT = 400 << 20  # a 1 GB file must not be held: the engine streams it
 
 
-def _sparse_log(path: Path, size: int) -> int:
-    """A log of `size` bytes that takes no disk: a real run's first lines (healthy training), a
-    hole of NUL bytes (one very long line, cut by the reader), then the run's failure. Returns the
-    line the failure starts on (the disk-full run's own first fault is its line 27)."""
+def _sparse_log(path: Path, size: int, line_bytes: int = 0) -> int:
+    """A log of `size` bytes that takes (almost) no disk: a real run's first lines (healthy
+    training), a hole of NUL bytes, then the run's failure. The hole is one very long line (cut by
+    the reader), or lines of `line_bytes` each. Returns the line the failure starts on (the
+    disk-full run's own first fault is its line 27) when the hole is one line."""
     lines = (REAL_RUNS / "disk-full-tee-ws2" / "logs" / "console.log").read_bytes().split(b"\n")
     head = (b"\n".join(lines[:12]) + b"\n") * 12  # past the reader's 8 KiB binary sniff
     with open(path, "wb") as handle:
         handle.write(head)
         handle.truncate(size)
+        for offset in range(len(head) + line_bytes, size, line_bytes) if line_bytes else ():
+            handle.seek(offset)
+            handle.write(b"\n")
         handle.seek(size)
         handle.write(b"\n" + b"\n".join(lines[12:]))
     return head.count(b"\n") + 1 + (27 - 12)
@@ -79,7 +83,7 @@ async def test_a_1_gb_file_is_read_from_disk_with_progress(lsp, tmp_path):
 async def test_cancelling_from_the_progress_report_stops_the_diagnosis(lsp, tmp_path):
     big = tmp_path / "runs" / "huge" / "console.log"
     big.parent.mkdir(parents=True)
-    _sparse_log(big, 16 * GIB)
+    _sparse_log(big, 16 * GIB, line_bytes=4 << 20)
     open_file(lsp, big, text="")
     token = await wait_for(lambda: next(iter(lsp.progress_reports), None), "progress")
     await wait_for(lambda: lsp.progress_reports[token], "the progress to begin")
@@ -97,7 +101,7 @@ async def test_cancelling_from_the_progress_report_stops_the_diagnosis(lsp, tmp_
 async def test_cancelling_the_request_stops_the_folder_diagnosis(lsp, tmp_path):
     big = tmp_path / "runs" / "huge" / "console.log"
     big.parent.mkdir(parents=True)
-    _sparse_log(big, 16 * GIB)
+    _sparse_log(big, 16 * GIB, line_bytes=4 << 20)
     request = asyncio.ensure_future(lsp.protocol.send_request_async(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
         command="firstfault.diagnoseFolder", arguments=[str(big.parent)]), msg_id="folder-request"))
     token = await wait_for(lambda: next(iter(lsp.progress_reports), None), "progress")
@@ -108,3 +112,26 @@ async def test_cancelling_the_request_stops_the_folder_diagnosis(lsp, tmp_path):
     end = await wait_for(lambda: [r for r in lsp.progress_reports[token] if isinstance(r, types.WorkDoneProgressEnd)],
                          "the diagnosis to stop", timeout=30)
     assert end[0].message == "cancelled"
+
+
+async def test_a_large_folder_is_scanned_by_worker_processes_from_the_server(tmp_path, cache_home):
+    """Folders of 32 MB and more are scanned across processes (forked from the server, whose
+    protocol reader thread is blocked on stdin meanwhile): the answer must still come."""
+    folder = tmp_path / "runs" / "large"
+    folder.mkdir(parents=True)
+    head = b"2026-12-02 18:18:40,001 INFO train: waiting for the data loader\n" * 200  # past the binary sniff
+    for path in sorted((REAL_RUNS / "exc-two-ranks-plain-ws4" / "logs").glob("rank*.log")):
+        with open(folder / path.name, "wb") as handle:
+            handle.write(head)
+            handle.truncate(12 << 20)
+            handle.seek(12 << 20)
+            handle.write(b"\n" + path.read_bytes())
+    client = await start_client(tmp_path, cache_home, environment={"FIRSTFAULT_WORKERS": "2"})
+    try:
+        open_file(client, folder / "rank0.log", text="")
+        [error] = await wait_for(lambda: [item for item in diagnostics_of(client, folder / "rank1.log")
+                                          if item.severity == types.DiagnosticSeverity.Error], "the first fault", timeout=120)
+        assert error.range.start.line == head.count(b"\n") + 1 + 15
+    finally:
+        await client.shutdown_session()
+        await client.stop()

@@ -34,22 +34,28 @@ def run(args) -> int:
         print("firstfault lsp: waiting for an editor on stdin (the Language Server Protocol); start it from the "
               "editor's configuration (README: \"In the editor\"). Ctrl-C stops.", file=sys.stderr)
     _configure_logging(args.log_file, args.log_level)
-    protocol_out = _protocol_stdout()
+    protocol_in, protocol_out = _protocol_streams()
     from ..lsp.features import build_server
 
-    build_server().start_io(sys.stdin.buffer, protocol_out)
+    build_server().start_io(protocol_in, protocol_out)
     return 0
 
 
-def _protocol_stdout():
-    """The protocol gets its own handle on stdout, and file descriptor 1 becomes stderr: nothing
-    else in the process (a print, a worker process flushing the stdout it inherited) can write
-    into the message stream."""
+def _protocol_streams():
+    """The protocol gets its own handles on stdin and stdout; file descriptor 0 becomes
+    /dev/null and 1 becomes stderr. Nothing else in the process can write into the message
+    stream (a print, a worker process flushing the stdout it inherited), and a worker process
+    forked to scan files does not hang closing a stdin whose lock the protocol's reader holds."""
     sys.stdout.flush()
-    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    protocol_in = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, sys.stdin.fileno())
+    os.close(null)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 (lives as long as the process)
     sys.stdout = sys.stderr
-    return protocol
+    return protocol_in, protocol_out
 
 
 class _NoTracebacks(logging.Filter):

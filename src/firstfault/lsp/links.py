@@ -18,16 +18,12 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from ..kb.cache import cache_dir
 from ..render.entry import render_entry
 
 DEFAULT_WEB_URL = "http://127.0.0.1:8000"
 PROBE_SECONDS = 0.3  # a web app on this machine answers well within this
 REMEMBER_SECONDS = 30.0
-
-
-def cache_folder() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "firstfault"
 
 
 class EntryLinks:
@@ -37,7 +33,7 @@ class EntryLinks:
                  clock=time.monotonic) -> None:
         self.kb = kb
         self.web_url = (web_url or "").rstrip("/")
-        self.folder = folder or cache_folder()
+        self.folder = folder or cache_dir()
         self.clock = clock
         self._web_up: tuple[float, bool] | None = None
         self._lock = threading.Lock()
