@@ -75,6 +75,10 @@ async def lsp_once(folder: Path, opened: Path) -> dict:
     def on_create(params: types.WorkDoneProgressCreateParams) -> None:
         return None
 
+    @client.feature(types.WINDOW_LOG_MESSAGE)
+    def on_log(params: types.LogMessageParams) -> None:
+        return None
+
     @client.feature(types.PROGRESS)
     def on_progress(params: types.ProgressParams) -> None:
         value = params.value
