@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
 import sys
 import time
 import typing
@@ -44,8 +45,12 @@ def run_folder(tmp_path):
 @pytest.fixture(scope="session")
 def cache_home(tmp_path_factory) -> Path:
     """One cache folder for every server of the session (compiled signatures are kept there,
-    entries and reports written there), never the user's own."""
-    return tmp_path_factory.mktemp("cache")
+    entries and reports written there), never the user's own. Filled once here: compiling the
+    signatures takes a while on a loaded machine, and no test is about that."""
+    cache = tmp_path_factory.mktemp("cache")
+    subprocess.run([sys.executable, "-m", "firstfault.cli", "diagnose", str(REAL_RUNS / "exc-two-ranks-plain-ws4" / "logs")],
+                   env={**os.environ, "XDG_CACHE_HOME": str(cache)}, capture_output=True, timeout=600)
+    return cache
 
 
 async def start_client(tmp_path: Path, cache: Path, options: dict | None = None, environment: dict | None = None,

@@ -61,7 +61,7 @@ def readme_neovim_lines() -> str:
     return re.search(r"```lua\n(.*?)```", section, re.S).group(1)
 
 
-def test_neovim_shows_the_first_fault_as_an_error(tmp_path):
+def test_neovim_shows_the_first_fault_as_an_error(tmp_path, cache_home):
     folder = tmp_path / "run"
     shutil.copytree(REAL_RUNS / "exc-two-ranks-plain-ws4" / "logs", folder)
     init = tmp_path / "init.lua"
@@ -69,7 +69,7 @@ def test_neovim_shows_the_first_fault_as_an_error(tmp_path):
     out = tmp_path / "diagnostics.json"
     env = {**os.environ, "FIRSTFAULT_TEST_LOG": str(folder / "rank0.log"), "FIRSTFAULT_TEST_OUT": str(out),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CACHE_HOME": str(cache_home), "XDG_STATE_HOME": str(tmp_path / "state"),
            "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     result = subprocess.run([NVIM, "--headless", "-n", "-i", "NONE", "-u", str(init)], cwd=tmp_path, env=env,
                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=100)

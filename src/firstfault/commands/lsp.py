@@ -61,10 +61,14 @@ def _protocol_streams():
 class _NoTracebacks(logging.Filter):
     """Requests that fail on bad input are logged as one line: the error is the message."""
 
-    def filter(self, record: logging.LogRecord) -> bool:
+    def __init__(self) -> None:
+        super().__init__()
         from pygls.exceptions import JsonRpcException
 
-        if record.exc_info and isinstance(record.exc_info[1], JsonRpcException):
+        self.request_errors = JsonRpcException
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], self.request_errors):
             record.exc_info, record.exc_text = None, None
         return True
 

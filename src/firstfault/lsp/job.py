@@ -115,7 +115,7 @@ class Job:
         appended_only = set(stamps) == set(self.stamps) and all(self._grew(display, stamps[display]) for display in grown)
         if self.diagnosis is not None and appended_only and all(self._feed(display) for display in grown):
             self.stamps = stamps
-            self.diagnosis = diagnose_scans(self.scans, self._skipped)
+            self.diagnosis = diagnose_scans(self.scans, self._skipped, kb=self.kb)
             self.diagnosed_at = time.monotonic()
             self.incremental_updates += 1
             return True

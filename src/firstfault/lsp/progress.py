@@ -49,7 +49,7 @@ class EditorProgress(ProgressObserver):
         return min(99, int(100 * self.files_done / self.total))
 
     def message(self) -> str:
-        return self.line().strip() if self.total else "listing files"
+        return self.line().strip() if self.total else "preparing (listing files, loading the signatures)"
 
 
 async def report_progress(server, title: str, observer: EditorProgress, work: asyncio.Future,
