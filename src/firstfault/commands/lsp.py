@@ -23,13 +23,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from ..errors import UsageError
     from ..lsp import INSTALL_HINT, missing_requirements
 
     missing = missing_requirements()
     if missing:
-        print(f"firstfault: error: the editor server needs {', '.join(missing)}", file=sys.stderr)
-        print(f"hint: {INSTALL_HINT}", file=sys.stderr)
-        return 2
+        raise UsageError(f"the editor server needs {', '.join(missing)}", INSTALL_HINT)
     if sys.stdin.isatty():
         print("firstfault lsp: waiting for an editor on stdin (the Language Server Protocol); start it from the "
               "editor's configuration (README: \"In the editor\"). Ctrl-C stops.", file=sys.stderr)

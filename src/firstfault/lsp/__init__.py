@@ -11,6 +11,12 @@ INSTALL_HINT = "pip install 'firstfault[lsp]' (in a checkout: pip install -e '.[
 
 def missing_requirements() -> list[str]:
     """The modules of the lsp extra that cannot be imported here."""
-    import importlib.util
+    import importlib
 
-    return [name for name in LSP_REQUIREMENTS if importlib.util.find_spec(name) is None]
+    missing = []
+    for name in LSP_REQUIREMENTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
