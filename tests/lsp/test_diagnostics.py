@@ -93,3 +93,41 @@ async def test_a_healthy_run_gets_no_diagnostics(lsp, run_folder):
     open_file(lsp, folder / "console.log")
     await wait_for(lambda: any("healthy" in item.message for item in lsp.log_messages), "the diagnosis to finish")
     assert lsp.diagnostics == {} or all(not items for items in lsp.diagnostics.values())
+
+
+async def test_codes_link_the_web_apps_entry_page_while_it_runs(tmp_path, cache_home, run_folder):
+    pytest.importorskip("fastapi", reason="the web extra is not installed")
+    import socket
+    import urllib.request
+
+    from .conftest import start_client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    web = subprocess.Popen([sys.executable, "-m", "firstfault.cli", "serve", "--port", str(port), "--no-history"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = None
+    try:
+        def up() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/entries", timeout=1):
+                    return True
+            except OSError:
+                return False
+
+        await wait_for(up, "firstfault serve to answer", timeout=120)
+        client = await start_client(tmp_path, cache_home, options={"webUrl": f"http://127.0.0.1:{port}"})
+        folder = run_folder("exc-two-ranks-plain-ws4")
+        open_file(client, folder / "rank0.log")
+        await wait_for(lambda: len(client.diagnostics) == 4, "the diagnostics of the run")
+        [(_uri, error)] = by_severity(client, ERROR)
+        assert error.code_description.href == f"http://127.0.0.1:{port}/entries/user-code-exception"
+        with urllib.request.urlopen(error.code_description.href, timeout=10) as page:
+            assert page.status == 200 and b"Unhandled Python exception" in page.read()
+    finally:
+        if client is not None:
+            await client.shutdown_session()
+            await client.stop()
+        web.terminate()
+        web.wait(timeout=30)
