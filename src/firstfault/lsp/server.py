@@ -138,7 +138,9 @@ class FirstfaultServer(LanguageServer):
         path = to_fs_path(uri) if uri.startswith("file:") else None
         if path is None or not is_log_document(Path(path)):
             return
-        scope = await asyncio.get_running_loop().run_in_executor(self.pool, job_scope, Path(path), self.workspace_roots())
+        # found here, not in a worker: a request right after didOpen must find the document's job
+        # (a few folder listings, each bounded)
+        scope = job_scope(Path(path), self.workspace_roots())
         entry = self.job_for(scope)
         entry.documents.add(uri)
         self.documents[uri] = scope
