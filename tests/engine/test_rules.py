@@ -372,3 +372,25 @@ def test_hang_stacks_differ_a_collective_only_one_rank_calls_is_a_mismatch():
     built = facts(matches)
     decided = rule("hang-stacks-differ").apply(built, start(built))
     assert decided.primary == "collective-mismatch" and decided.initiating.line.origin.rank == 0
+
+
+def test_external_stop_ended_a_hang_after_a_short_silence_when_one_rank_stopped_first():
+    stop = hit("preempted-sigterm", 50, time=208.0, source="slurm.out")
+    def lines(rank, saved=True):
+        return [(1, 196.0, "epoch 0 step 7/8 loss 1.35"), (2, 198.0, "epoch 0 step 8/8 loss 1.34"),
+                (3, 199.0, "saving checkpoint"), *([(4, 199.5, "checkpoint saved")] if saved else [])]
+    streams = [StreamActivity(f"rank{rank}.log", rank, None, tuple(StreamLine(*line) for line in lines(rank, rank != 3)), False,
+                              tuple(StreamLine(*line) for line in lines(rank)[:2])) for rank in range(4)]
+    built = facts([stop], activity=streams)
+    decided = rule("external-stop-ended-a-hang").apply(built, start(built))
+    assert decided is not None and decided.roots == ()
+
+
+def test_hang_silent_first_when_only_one_rank_logs_and_it_began_work_of_its_own():
+    logger = StreamActivity("slurm.out", 0, None, (StreamLine(5, 35.0, "0: epoch 0 step 8/8 loss 1.35"),
+                                                   StreamLine(6, 35.3, "0: rank 0: evaluating epoch 0 on the held-out set")),
+                            False, (StreamLine(4, 34.0, "0: epoch 0 step 5/8 loss 1.37"), StreamLine(5, 35.0, "0: epoch 0 step 8/8 loss 1.35")))
+    quiet = [StreamActivity("slurm.out", rank, None, (StreamLine(rank, 31.0, f"{rank}: rank {rank} shard has 128 samples"),)) for rank in (1, 2)]
+    built = facts([], activity=[logger, *quiet])
+    decided = rule("hang-silent-first").apply(built, Decision(hang="nothing was printed for 8 s"))
+    assert decided.initiating.line.origin.rank == 0

@@ -14,7 +14,9 @@ from . import Decision, rule
 
 OUTLIVED_PROGRESS_LINES = 2  # healthy progress lines after an error that show the run went on
 HANG_IDLE_SECONDS = 15 * 60  # silence before an external stop that means the job had hung
+HANG_IDLE_FLOOR_SECONDS = 5.0  # with one rank visibly behind, a silence this long may already be one
 IDLE_CADENCE_FACTOR = 10  # ... or this many times the job's usual gap between lines
+BEHIND_CADENCE_FACTOR = 2  # with one rank visibly behind the others, a shorter silence is enough
 SCHEDULER_WORDS = ("slurmstepd", "srun:", "sbatch", "scancel", "CANCELLED", "PREEMPT", "Terminated", "SIGTERM", "signal 15")
 
 
@@ -115,9 +117,11 @@ def _last_work(stream: StreamActivity, before: float) -> float | None:
 
 
 def _cadence(streams: list[StreamActivity]) -> float:
+    """The job's usual gap between lines: between progress lines where the streams show some."""
     gaps = []
-    for stream in streams:
-        times = [line.time for line in stream.lines if line.time is not None]
+    stepping = [stream for stream in streams if len(stream.progress) >= 2]
+    for stream in stepping or streams:
+        times = [line.time for line in (stream.progress if stepping else stream.lines) if line.time is not None]
         gaps += [later - earlier for earlier, later in zip(times, times[1:]) if later > earlier]
     return median(gaps) if gaps else 0.0
 
@@ -144,7 +148,11 @@ def stop_ended_hang(facts: Facts, decision: Decision) -> Decision | None:
         return None
     idle = stop_time - max(last)
     if idle < max(HANG_IDLE_SECONDS, IDLE_CADENCE_FACTOR * _cadence(streams)):
-        return None
+        # a shorter silence, still long against the job's own pace, is a hang when one rank
+        # visibly stopped before the others
+        ranked = [stream for stream in streams if stream.rank is not None]
+        if idle < max(HANG_IDLE_FLOOR_SECONDS, BEHIND_CADENCE_FACTOR * _cadence(streams)) or _behind(ranked) is None:
+            return None
     reason = f"nothing was printed for {_duration(idle)} before the job was stopped from outside"
     return decision.with_because(
         "external-stop-ended-a-hang", f"{reason}: the stop ended a hang, it did not cause it", [stop],
@@ -165,6 +173,11 @@ def _behind(streams: list[StreamActivity]) -> StreamActivity | None:
             behind.append(stream)
     if len(behind) == 1:
         return behind[0]
+    logging = [stream for stream in streams if stream.progress]
+    if len(logging) == 1 and _doing_work_alone(logging[0]):
+        # only one rank logs progress (the others went quiet after their start-up lines, by
+        # design); it was last seen starting work of its own (evaluation, a checkpoint)
+        return logging[0]
     timed = [stream for stream in streams if stream.last_time is not None]
     if len(timed) < 2:
         return None
@@ -172,6 +185,15 @@ def _behind(streams: list[StreamActivity]) -> StreamActivity | None:
     earliest, rest = ordered[0], ordered[1:]
     spread = rest[-1].last_time - rest[0].last_time
     return earliest if rest[0].last_time - earliest.last_time > max(60.0, 2 * spread) else None
+
+
+RANK_ALONE_WORK = ("evaluat", "validat", "saving", "checkpoint", "download", "predict", "tokeniz", "preprocess",
+                   "loading", "uploading", "writing", "syncing")
+
+
+def _doing_work_alone(stream: StreamActivity) -> bool:
+    text = stream.last.text.lower() if stream.last else ""
+    return any(word in text for word in RANK_ALONE_WORK)
 
 
 def activity_match(stream: StreamActivity, failure_id: str, line=None) -> Match:
