@@ -394,3 +394,14 @@ def test_hang_silent_first_when_only_one_rank_logs_and_it_began_work_of_its_own(
     built = facts([], activity=[logger, *quiet])
     decided = rule("hang-silent-first").apply(built, Decision(hang="nothing was printed for 8 s"))
     assert decided.initiating.line.origin.rank == 0
+
+
+def test_loopback_across_hosts_is_a_virtual_interface_fault():
+    loopback = context("nccl-loopback-interface", 3, rank=0, captures={"interface": "lo", "address": "127.0.0.1"},
+                       host="gpu-a", text="gpu-a:1:1 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>")
+    built = facts([loopback, hit("user-code-exception", 9, rank=5, weight=0.5, host="gpu-b")],
+                  hosts=JobHosts(named=("gpu-a", "gpu-b")))
+    decided = rule("loopback-across-hosts").apply(built, start(built))
+    assert [match.entry_id for match in decided.symptoms] == ["nccl-virtual-interface"]
+    one_host = facts([loopback], hosts=JobHosts(named=("gpu-a",)))
+    assert rule("loopback-across-hosts").apply(one_host, start(one_host)) is None

@@ -42,6 +42,8 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     # the markers of a stack taken from a hung process (Ctrl-C, faulthandler's dump_traceback_later)
     _context("stack-frame", r'File "(?P<file>[^"\n]+)", line \d+,? in (?P<func>[\w<>.]+)'),
     _context("hang-stack-marker", r"(?:^|\]:) ?(?:KeyboardInterrupt\s*$|Timeout \(\d+:\d\d:\d\d\)!)"),
+    # NCCL choosing the loopback interface: right on one host, a fault when peers are on others
+    _context("nccl-loopback-interface", r"NCCL INFO (?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(?:\[\d+\])?(?P<interface>lo):(?P<address>127\.[\d.]+)"),
     _context("failed-traceback", r"Traceback \(most recent call last\)"),
     # Python prints these tracebacks and goes on: an exception raised in a destructor or at
     # interpreter shutdown, in a background thread, in a multiprocessing queue's feeder thread
@@ -58,6 +60,7 @@ HANG_STACK_MARKER = "hang-stack-marker"
 HOST_SIGNATURES = ("host-table-row", "host-srun-task", "host-slurm-cancel", "host-running-on", "host-prompt",
                    "host-rank-pair", "host-mpirun-rank")
 LAUNCHER_WORLD = "launcher-world-info"
+NCCL_LOOPBACK = "nccl-loopback-interface"
 LAUNCHER_NPROC = "launcher-nproc"
 NONFATAL = "nonfatal-exception"
 LAUNCHER_FAILED = ("launcher-failed", "launcher-failed-deepspeed")

@@ -12,7 +12,7 @@ from .outcome import failed_unexplained, nothing_failed, survived_errors
 from .primary import earliest_root, specific_symptom, strongest_symptom
 from .progress import hang_unattributed, hung, outlived_by_progress, silent_first, stop_after_fault, stop_ended_hang
 from .rank import launcher_first, needs_rank, odd_one_out, only_process, rank_from_bus, rank_from_pid, same_fault_nearby
-from .teardown import after_first_timeout, after_launcher_report, explained_by_another
+from .teardown import after_first_timeout, after_launcher_report, explained_by_another, loopback_across_hosts
 
 
 def _undecided(facts: Facts, decision: Decision) -> bool:
@@ -25,8 +25,8 @@ def _failure(facts: Facts, decision: Decision) -> bool:
 
 STAGES: tuple[Stage, ...] = (
     Stage("healthy", (survived_errors,), first_only=True),
-    Stage("filter", (after_first_timeout, after_launcher_report, outlived_by_progress, stop_after_fault, stop_ended_hang,
-                     explained_by_another),
+    Stage("filter", (loopback_across_hosts, after_first_timeout, after_launcher_report, outlived_by_progress,
+                     stop_after_fault, stop_ended_hang, explained_by_another),
           when=_undecided),
     Stage("primary", (specific_symptom, earliest_root, strongest_symptom), first_only=True, when=_undecided),
     Stage("hang", (sequence_behind, different_collectives, stacks_differ, alone_in_barrier, late_arrival, never_joined, silent_first,

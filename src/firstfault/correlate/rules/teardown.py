@@ -120,3 +120,29 @@ def _clearly_before(match: Match, boundary: Match) -> bool:
     origin, other = match.line.origin, boundary.line.origin
     return (origin.time is not None and other.time is not None and not origin.time_inherited
             and origin.time < other.time - CONSEQUENCE_SLACK_SECONDS)
+
+
+LOOPBACK_WEIGHT = 0.75  # as specific as a named interface error: it explains every connect failure after it
+
+
+@rule("loopback-across-hosts")
+def loopback_across_hosts(facts: Facts, decision: Decision) -> Decision | None:
+    """NCCL on the loopback interface is right on one host; in a job over several hosts the
+    peers cannot reach the address it advertises."""
+    from dataclasses import replace as _replace
+
+    from ...match.context import NCCL_LOOPBACK
+    from ..ids import VIRTUAL_INTERFACE
+
+    hosts = set(facts.inputs.hosts) | set(facts.hosts.named)
+    loopbacks = [m for m in facts.matches if m.signature.name == NCCL_LOOPBACK]
+    if len(hosts) < 2 or not loopbacks:
+        return None
+    first = min(loopbacks, key=time_key)
+    signature = _replace(first.signature, entry_id=VIRTUAL_INTERFACE, role="symptom", weight=LOOPBACK_WEIGHT,
+                         message="NCCL on {host} uses the loopback interface ({address}) in a job over several hosts")
+    symptom = _replace(first, signature=signature)
+    return decision.with_because(
+        "loopback-across-hosts",
+        f"NCCL uses the loopback interface ({first.captures.get('address')}) while the job runs on {len(hosts)} hosts: "
+        "peers on other hosts cannot reach it", [first], symptoms=decision.symptoms + (symptom,))
