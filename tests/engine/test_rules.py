@@ -405,3 +405,14 @@ def test_loopback_across_hosts_is_a_virtual_interface_fault():
     assert [match.entry_id for match in decided.symptoms] == ["nccl-virtual-interface"]
     one_host = facts([loopback], hosts=JobHosts(named=("gpu-a",)))
     assert rule("loopback-across-hosts").apply(one_host, start(one_host)) is None
+
+
+def test_outlived_by_progress_of_a_later_attempt_of_the_same_worker():
+    crash = hit("user-code-exception", 15, source="logs/worker-0.previous.log", weight=0.5,
+                text="ValueError: host not found: Name or service not known")
+    restarted = StreamActivity("logs/worker-0.log", None, None, (StreamLine(40, None, "done"),), False,
+                               (StreamLine(20, None, "epoch 1 step 100 loss 1.9"), StreamLine(30, None, "epoch 1 step 200 loss 1.7")))
+    failed_before = StreamActivity("logs/worker-0.previous.log", None, None, (StreamLine(15, None, crash.line.text),))
+    built = facts([crash], activity=[failed_before, restarted], single=True)
+    decided = rule("outlived-by-progress").apply(built, start(built))
+    assert decided.roots == ()

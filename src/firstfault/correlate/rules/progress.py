@@ -2,6 +2,7 @@
 hang or came after an in-job fault, and the rank that fell silent first."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from statistics import median
 
@@ -35,12 +36,34 @@ def _stream(facts: Facts, match: Match) -> StreamActivity | None:
 
 
 def outlived(facts: Facts, match: Match, failures: frozenset | None = None) -> list:
-    """The healthy progress lines the same process printed after this line (empty if none)."""
+    """The healthy progress lines the same process printed after this line (empty if none),
+    in the same file or in the file of a later attempt of the same worker (a restarted
+    container's log beside its `.previous` one, torchrun's attempt_1 beside attempt_0)."""
+    failures = failures if failures is not None else _failure_lines(facts)
     stream = _stream(facts, match)
-    if stream is None:
-        return []
-    after = healthy_progress_after(stream, match.line.origin.line, failures if failures is not None else _failure_lines(facts))
-    return after if len(after) >= OUTLIVED_PROGRESS_LINES and advancing(after) else []
+    if stream is not None:
+        after = healthy_progress_after(stream, match.line.origin.line, failures)
+        if len(after) >= OUTLIVED_PROGRESS_LINES and advancing(after):
+            return after
+    for later in _later_attempts(facts, match.line.origin.source):
+        after = healthy_progress_after(later, 0, failures)
+        if len(after) >= OUTLIVED_PROGRESS_LINES and advancing(after):
+            return after
+    return []
+
+
+_ATTEMPT = re.compile(r"attempt_(\d+)")
+
+
+def _later_attempts(facts: Facts, source: str) -> list[StreamActivity]:
+    """Streams of a later run of the same worker: `x.previous.log` -> `x.log`, attempt_0 -> attempt_1."""
+    names = []
+    if ".previous" in source:
+        names.append(source.replace(".previous", ""))
+    found = _ATTEMPT.search(source)
+    if found:
+        names += [source[:found.start(1)] + str(number) + source[found.end(1):] for number in range(int(found.group(1)) + 1, int(found.group(1)) + 4)]
+    return [stream for stream in facts.activity if stream.source in names]
 
 
 @rule("outlived-by-progress")
