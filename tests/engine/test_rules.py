@@ -416,3 +416,13 @@ def test_outlived_by_progress_of_a_later_attempt_of_the_same_worker():
     built = facts([crash], activity=[failed_before, restarted], single=True)
     decided = rule("outlived-by-progress").apply(built, start(built))
     assert decided.roots == ()
+
+
+def test_crash_took_down_peers_makes_the_job_class_a_peer_crash():
+    relations = Relations(core_of={"native-crash": "native-crash"})
+    crash = hit("native-crash", 5, rank=2, source="console.log", text="Signal 11 (SIGSEGV) received by PID 7")
+    built = build_facts([crash, timeout(9, 0), timeout(9, 1)], InputSummary(ranks=(0, 1, 2)), False, None, None, relations)
+    decided = rule("crash-took-down-peers").apply(built, _decided(crash, built))
+    assert decided.failure_class == "collective-timeout-peer-crash"
+    alone = build_facts([crash], InputSummary(ranks=(2,)), False, None, None, relations)
+    assert rule("crash-took-down-peers").apply(alone, _decided(crash, alone)) is None

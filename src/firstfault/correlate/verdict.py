@@ -50,6 +50,8 @@ def diagnosis_of(facts: Facts, decision: Decision) -> Diagnosis:
     if not facts.inputs.timed and len(facts.inputs.files) > 1 and len({m.line.origin.source for m in winners}) > 1:
         notes.append("some files carry no timestamps: the order across files is uncertain, so the first fault is judged by file order there")
     primary = _finding(decision.primary, [m for m in winners if m.entry_id == decision.primary], initiating_match)
+    if decision.failure_class:
+        primary = replace(primary, failure_class=decision.failure_class)
     collateral = _collateral(winners, decision.primary, initiating_match)
     candidates = _candidates(winners, primary)
     diagnosis = Diagnosis("failure", primary, initiating, tuple(collateral), tuple(candidates), facts.inputs,
@@ -75,8 +77,8 @@ def with_core_classes(diagnosis: Diagnosis, facts: Facts) -> Diagnosis:
     by_signature = {(m.entry_id, m.signature.name): m.signature.core_class for m in facts.matches if m.signature.core_class}
 
     def classed(finding: Finding | None) -> Finding | None:
-        if finding is None:
-            return None
+        if finding is None or finding.failure_class:
+            return finding
         first = finding.evidence[0] if finding.evidence else None
         core = by_signature.get((finding.failure_id, first.signature)) if first else None
         core = core or facts.relations.core(finding.failure_id)

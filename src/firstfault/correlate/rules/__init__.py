@@ -37,6 +37,7 @@ class Decision:
     because: tuple[Because, ...] = ()
     notes: tuple[str, ...] = ()
     hang: str = ""  # why the job is known to have hung although nothing timed out (the reason)
+    failure_class: str = ""  # the job's core class when a rule decided it differs from the entry's
     action: str | None = None  # restart | exclude-host-and-restart | fix-and-rerun
     action_detail: tuple = ()  # (key, value) pairs: hosts, commands
 
