@@ -16,6 +16,7 @@ COMMAND_MODULES = {
     "encyclopedia": ("explain", "list", "search", "compare"),
     "kbcheck": ("kb",),
     "evaluate": ("eval",),
+    "rules": ("rules",),
     "lab": ("lab",),
     "serve": ("serve",),
     "live": ("watch", "run"),

@@ -426,3 +426,10 @@ def test_crash_took_down_peers_makes_the_job_class_a_peer_crash():
     assert decided.failure_class == "collective-timeout-peer-crash"
     alone = build_facts([crash], InputSummary(ranks=(2,)), False, None, None, relations)
     assert rule("crash-took-down-peers").apply(alone, _decided(crash, alone)) is None
+
+
+def test_rules_command_lists_every_rule_in_order():
+    from .conftest import run_cli
+
+    listed = [line.split()[1] for line in run_cli("rules").stdout.decode().splitlines()]
+    assert listed == [item.id for _stage, item in all_rules()]
