@@ -136,6 +136,16 @@ class InputSummary:
 
 
 @dataclass(frozen=True)
+class StackSeen:
+    """A launcher, framework or scheduler the logs show (firstfault.stack), and where."""
+
+    id: str
+    name: str
+    source: str
+    line: int | None = None  # None when the file's path showed it
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     status: str  # failure | healthy | unknown
     primary: Finding | None
@@ -146,3 +156,4 @@ class Diagnosis:
     notes: tuple[str, ...] = ()  # caveats: uncertain order, how the rank was named
     error_lines: tuple[Evidence, ...] = ()  # for `unknown`: the most likely error lines
     fix_values: dict = field(default_factory=dict)  # placeholders filled from the log
+    stack: tuple[StackSeen, ...] = ()  # what the logs show of the software stack (firstfault.stack)

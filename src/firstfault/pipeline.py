@@ -26,11 +26,12 @@ from .mask import HostMasker
 from .match.context import CONTEXT_SIGNATURES
 from .match.scanner import FileScan, Scanner
 from .model import Diagnosis, Evidence, InputSummary, Skipped
+from .stack import STACK_SIGNATURES, detect_stack
 
 
 @lru_cache(maxsize=4)
 def _signatures(kb: KnowledgeBase) -> tuple:
-    return tuple(kb.signatures) + CONTEXT_SIGNATURES
+    return tuple(kb.signatures) + CONTEXT_SIGNATURES + STACK_SIGNATURES
 
 
 def scanner_for(kb: KnowledgeBase) -> Scanner:
@@ -115,6 +116,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
                       and not any(_peer_failed(match) for match in matches))
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
     diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches))
+    diagnosis = replace(diagnosis, stack=detect_stack(read, matches))
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
 
 
@@ -163,4 +165,5 @@ def _mask_hosts(diagnosis: Diagnosis) -> Diagnosis:
         candidates=tuple(finding(item) for item in diagnosis.candidates), inputs=inputs,
         notes=tuple(masker.mask_text(note, hosts) for note in diagnosis.notes),
         error_lines=tuple(evidence(e) for e in diagnosis.error_lines), fix_values=fix_values,
+        stack=tuple(replace(item, source=masker.mask_text(item.source, hosts)) for item in diagnosis.stack),
     )

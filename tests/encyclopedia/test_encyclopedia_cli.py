@@ -91,7 +91,7 @@ def test_search_reads_stdin_for_dash(capsys, monkeypatch):
     hits = json.loads(out)
     assert code == 0
     assert [(hit["id"], hit["signature"]) for hit in hits] == [("gpu-oom", "tried-to-allocate"), ("python-error", "exception-line")]
-    assert hits[0]["message"] == "rank <rank> tried to allocate 2.00 GiB"
+    assert hits[0]["message"] == "a rank tried to allocate 2.00 GiB"
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -11,6 +11,7 @@ from dataclasses import replace
 from ..match.context import FAILURE_SIGNATURES, FRAME_SIGNATURES, LAUNCHER_FAILED
 from ..model import Diagnosis, Evidence, Finding, InputSummary, Match
 from ..placeholders import fill_placeholders
+from .confidence import traceback_ended_run
 from .devices import bus_of, rank_for_bus
 from .events import Incident, incidents, line_winners, time_key
 from .hangs import TIMEOUT_ENTRY, analyse, is_disconnect
@@ -87,10 +88,13 @@ def _verdict(matches: list[Match], inputs: InputSummary, single_process: bool,
             notes.append(f"the failing line carries no rank; rank {rank} {how}")
     if not inputs.timed and len(inputs.files) > 1 and len({m.line.origin.source for m in winners}) > 1:
         notes.append("some files carry no timestamps: the order across files is uncertain, so the first fault is judged by file order there")
-    primary_finding = _finding(primary, [m for m in winners if m.entry_id == primary], initiating_match)
+    primary_finding = _finding(primary, [m for m in winners if m.entry_id == primary], initiating_match, initiating.rank)
     collateral = _collateral(winners, primary, initiating_match)
+    rivals = [m.signature.weight for m in winners if m.role != "collateral" and m.entry_id != primary]
+    primary_finding = replace(primary_finding, confidence=traceback_ended_run(
+        primary_finding.confidence, initiating_match, matches, rivals))
     candidates = _candidates(winners, primary_finding)
-    fix_values = _fix_values(initiating_match, primary_finding)
+    fix_values = _fix_values(initiating_match, primary_finding, initiating.rank)
     return Diagnosis("failure", primary_finding, initiating, tuple(collateral), tuple(candidates), inputs,
                      tuple(notes), (), fix_values)
 
@@ -244,7 +248,7 @@ def _with_rank(match: Match, rank: int) -> Match:
     return replace(match, line=replace(match.line, origin=origin))
 
 
-def _finding(failure_id: str, own: list[Match], initiating: Match) -> Finding:
+def _finding(failure_id: str, own: list[Match], initiating: Match, rank: int | None = None) -> Finding:
     ordered = sorted(own, key=time_key)
     if initiating not in ordered:
         ordered.insert(0, initiating)
@@ -255,13 +259,15 @@ def _finding(failure_id: str, own: list[Match], initiating: Match) -> Finding:
     confidence = min(0.99, max(weights) + 0.05 * min(len({m.line.origin.rank for m in own}), 1))
     ranks = sorted({m.line.origin.rank for m in own if m.line.origin.rank is not None})
     hosts = sorted({m.line.origin.host for m in own if m.line.origin.host})
-    message = _fill(initiating.signature.message, initiating)
+    message = _fill(initiating.signature.message, initiating, rank)
     return Finding(failure_id, confidence, tuple(evidence_of(m) for m in ordered[:EVIDENCE_LINES]),
                    tuple(ranks), tuple(hosts), len(own), message)
 
 
-def _fill(template: str, match: Match) -> str:
-    values = {"rank": match.line.origin.rank, "host": match.line.origin.host, **match.captures}
+def _fill(template: str, match: Match, rank: int | None = None) -> str:
+    """The signature's message with the line's values; `rank` when it was named from elsewhere."""
+    origin_rank = match.line.origin.rank if match.line.origin.rank is not None else rank
+    values = {"rank": origin_rank, "host": match.line.origin.host, **match.captures}
     return fill_placeholders(template, values) if template else ""
 
 
@@ -299,11 +305,11 @@ def _candidates(winners: list[Match], primary: Finding) -> list[Finding]:
     return [Finding(primary.failure_id, primary.confidence), *others]
 
 
-def _fix_values(initiating: Match, primary: Finding) -> dict:
+def _fix_values(initiating: Match, primary: Finding, rank: int | None = None) -> dict:
     origin = initiating.line.origin
     values = {key: value for key, value in initiating.captures.items()}
-    if origin.rank is not None:
-        values["rank"] = origin.rank
+    if origin.rank is not None or rank is not None:
+        values["rank"] = origin.rank if origin.rank is not None else rank
     if origin.host:
         values["host"] = origin.host
     return values

@@ -28,7 +28,8 @@ async def diagnose_submit(request: Request):
 
 
 def fix_sections(kb, document: dict):
-    """The entry's Fix and Verification sections, placeholders filled from the log."""
+    """The entry's Fix and Verification sections as every report shows them: placeholders filled
+    from the log, the fixes chosen for the stack the logs show (the document's `stack`)."""
     primary = document.get("primary")
     entry_id = (primary or {}).get("entry_id") or (primary or {}).get("failure_id")  # older records: no entry_id
     if not entry_id or entry_id not in kb:
@@ -39,7 +40,8 @@ def fix_sections(kb, document: dict):
     for key in ("rank", "host"):
         if initiating.get(key) is not None:
             values.setdefault(key, initiating[key])
-    sections = [section for section in build_sections(entry, values) if section.heading in (FIX, VERIFY)]
+    stack = [item["id"] for item in document.get("stack") or () if isinstance(item, dict) and "id" in item]
+    sections = [section for section in build_sections(entry, values, stack=stack) if section.heading in (FIX, VERIFY)]
     return entry, sections
 
 
