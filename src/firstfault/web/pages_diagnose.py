@@ -8,6 +8,8 @@ from ..render.entry_sections import FIX, VERIFY, build_sections
 from . import samples, service
 from .app import render
 from .ingress import submission_from_form
+from .report import labels_of
+from .timeline import caption_of
 
 router = APIRouter(include_in_schema=False)
 
@@ -50,4 +52,5 @@ def result_page(request: Request, document: dict, record_id: int | None, created
     entry, sections = fix_sections(kb, document)
     titles = {item.id: item.title for item in kb.entries}
     return render(request, "result.html", page="diagnose", doc=document, entry=entry, sections=sections,
-                  titles=titles, record_id=record_id, created=created)
+                  titles=titles, record_id=record_id, created=created, labels=labels_of(document),
+                  timeline_caption=caption_of(document))
