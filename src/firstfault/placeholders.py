@@ -87,7 +87,7 @@ def _omit_unknown(text: str) -> str:
     text = re.sub(rf"(?:\s+(?:{_PREPOSITION}))?\s*[\w.]+={_TOKEN}|:{_TOKEN}", "", text)  # SeqNum={seq}, :{port}
     text = re.sub(rf"\s*\b({_PREPOSITION})\s+(?:({_LABEL})\s+)?{_TOKEN}", _preposition_phrase, text)
     text = re.sub(rf"(^|[;:,.]\s+|\b[\w']+\s+)({_LABEL})\s+{_TOKEN}", _labelled, text)
-    text = re.sub(rf"\s*[:;,]\s*{_TOKEN}(?=\s*$|\s*[;,.(]|\))", "", text)  # a trailing `: {reason}`
+    text = re.sub(rf"(?:\s+(?:{_PREPOSITION}))?\s*[:;,]\s*{_TOKEN}(?=\s*$|\s*[;,.(]|\))", "", text)  # `with: {reason}`
     return re.sub(_TOKEN, _bare, text)
 
 

@@ -44,15 +44,15 @@ STACKS: tuple[Stack, ...] = (
           r"(?:site|dist)-packages/accelerate/|\baccelerate launch\b|\baccelerate\.(?:utils|state|accelerator)\b"),
     Stack("lightning", "Lightning", (),
           r"(?:pytorch_lightning|lightning/(?:pytorch|fabric))/|\blightning\.(?:pytorch|fabric)\b"
-          r"|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|Initializing distributed: GLOBAL_RANK"),
+          r"|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK"),
     Stack("megatron", "Megatron-LM", ("megatron-lm",), r"\bmegatron[/.](?:core|training|legacy)\b|\bMegatron-LM\b"),
-    Stack("vllm", "vLLM", ("vllm",), r"\bvllm/|\bvLLM\b|\(VllmWorker\b|\bvllm serve\b"),
+    Stack("vllm", "vLLM", ("vllm",), r"\bvllm/|\bvLLM\b|\(VllmWorker\w*[ )]|\bvllm serve\b"),
     Stack("ray", "Ray", ("ray",),
           r"\(Ray\w*Worker pid=|\(raylet\)|\bray\.exceptions\.|\bray/(?:train|_private)/|Started a local Ray instance"),
     Stack("kubernetes", "Kubernetes", ("kubernetes",),
           r"(?i)\bkubelet\b|\bkubectl\b|\bkubernetes\b|\bOOMKilled\b|\bKUBERNETES_SERVICE_HOST\b"),
     Stack("slurm", "Slurm", ("slurm",),
-          r"\bslurmstepd\b|\bslurmd\b|\bsrun: (?:error|Job|forcing|launch|Requested)|\bSLURM_(?:JOB_ID|PROCID|NTASKS)\b",
+          r"\bslurmstepd\b|\bslurmd\b|\bsrun(?::| --?\w)|\bsbatch\b|\bSLURM_(?:JOB_ID|PROCID|NTASKS)\b",
           r"(?:^|/)slurm-\d+(?:_\d+)?\.(?:out|err|log)$"),
     Stack("docker", "Docker", ("docker",), r"\bdocker: Error response from daemon\b|--shm-size\b|/\.dockerenv\b"),
 )

@@ -59,7 +59,9 @@ def run(args) -> int:
     observer = ProgressObserver(sys.stderr)
     diagnosis = diagnose_paths(args.paths, mask_hosts=args.mask_hosts, observer=observer, kb=kb)
     observer.close()
-    for item in diagnosis.inputs.skipped:
+    from ..render.diagnosis_text import skipped_worth_saying
+
+    for item in skipped_worth_saying(diagnosis.inputs.skipped):
         print(f"firstfault: skipped {item.source}: {item.reason}", file=sys.stderr)
     sys.stdout.write(render(diagnosis, kb, args.format, use_color(args.color, sys.stdout)))
     return exit_status(diagnosis)

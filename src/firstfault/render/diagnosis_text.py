@@ -4,7 +4,8 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Mapping
 
-from ..model import Diagnosis, Evidence
+from ..ingest.attribution import hints_from_path
+from ..model import Diagnosis, Evidence, Skipped
 from .contract import iso_time
 from .entry_sections import FIX, VERIFY, Section, build_sections
 
@@ -103,6 +104,21 @@ def ranks_text(ranks) -> str:
     return ",".join(spans)
 
 
+TORCHRUN_STREAMS = ("stdout.log", "stderr.log")
+
+
+def expected_empty(item: Skipped) -> bool:
+    """An empty `attempt_N/<local_rank>/stdout.log` or `stderr.log`: torchrun --log-dir makes both
+    for every worker and most stay empty. Counted in the Read line, not warned about one by one."""
+    name = item.source.replace("\\", "/")
+    return (item.reason.startswith("empty") and name.rsplit("/", 1)[-1] in TORCHRUN_STREAMS
+            and hints_from_path(name).launcher_attempt is not None)
+
+
+def skipped_worth_saying(items) -> list[Skipped]:
+    return [item for item in items if not expected_empty(item)]
+
+
 def inputs_line(diagnosis: Diagnosis) -> str:
     inputs = diagnosis.inputs
     files = len(inputs.files)
@@ -111,7 +127,10 @@ def inputs_line(diagnosis: Diagnosis) -> str:
     else:
         folder = common_folder(inputs.files)
         read = f"{files} files" + (f" in {folder}" if folder else "")
-    text = f"{read}, {inputs.lines} lines, {inputs.bytes} bytes"
+    text = f"{read}, {inputs.lines} line{'s' if inputs.lines != 1 else ''}, {inputs.bytes} bytes"
+    empty = sum(1 for item in inputs.skipped if expected_empty(item))
+    if empty:
+        text += f" (and {empty} empty torchrun stdout/stderr file{'s' if empty != 1 else ''})"
     if inputs.ranks:
         text += f"; ranks {ranks_text(inputs.ranks)}"
     if inputs.hosts:

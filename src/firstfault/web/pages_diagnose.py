@@ -48,9 +48,14 @@ def fix_sections(kb, document: dict):
 
 
 def result_page(request: Request, document: dict, record_id: int | None, created: float | None = None):
+    from ..model import Skipped
+    from ..render.diagnosis_text import expected_empty
+
     kb = request.app.state.kb
     entry, sections = fix_sections(kb, document)
+    items = [item for item in (document.get("inputs") or {}).get("skipped") or () if isinstance(item, dict)]
+    skipped = [item for item in items if not expected_empty(Skipped(str(item.get("source")), str(item.get("reason"))))]
     titles = {item.id: item.title for item in kb.entries}
     return render(request, "result.html", page="diagnose", doc=document, entry=entry, sections=sections,
                   titles=titles, record_id=record_id, created=created, labels=labels_of(document),
-                  timeline_caption=caption_of(document))
+                  timeline_caption=caption_of(document), skipped=skipped, expected_empty=len(items) - len(skipped))
