@@ -26,7 +26,7 @@ from .mask import HostMasker
 from .match.context import CONTEXT_SIGNATURES
 from .match.scanner import FileScan, Scanner
 from .model import Diagnosis, Evidence, InputSummary, Skipped
-from .stack import STACK_SIGNATURES, detect_stack
+from .stack import STACK_SIGNATURES, detect_stack, is_stack_cue
 
 
 @lru_cache(maxsize=4)
@@ -101,6 +101,8 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
         reasons = "; ".join(f"{item.source}: {item.reason}" for item in all_skipped)
         raise InputError(f"no readable input ({reasons})", "check the paths; binary or empty files are skipped")
     matches = resolve(read)
+    stack = detect_stack(read, matches)
+    matches = [match for match in matches if not is_stack_cue(match)]  # they say what ran, not who failed
     summary = InputSummary(
         files=tuple(scan.input.display for scan in read),
         lines=sum(scan.stats.lines for scan in read),
@@ -116,7 +118,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
                       and not any(_peer_failed(match) for match in matches))
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
     diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches))
-    diagnosis = replace(diagnosis, stack=detect_stack(read, matches))
+    diagnosis = replace(diagnosis, stack=stack)
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
 
 

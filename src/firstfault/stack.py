@@ -66,13 +66,16 @@ STACK_SIGNATURES: tuple[Signature, ...] = tuple(
 )
 
 
+def is_stack_cue(match) -> bool:
+    return match.role == "context" and match.signature.name.startswith(SIGNATURE_PREFIX)
+
+
 def detect_stack(scans, matches) -> tuple[StackSeen, ...]:
     """Every stack the logs show, each with the first line (or file) that showed it, in table order."""
     seen: dict[str, StackSeen] = {}
     for match in sorted(matches, key=lambda item: item.order):
-        name = match.signature.name
-        if match.role == "context" and name.startswith(SIGNATURE_PREFIX):
-            stack_id = name[len(SIGNATURE_PREFIX):]
+        if is_stack_cue(match):
+            stack_id = match.signature.name[len(SIGNATURE_PREFIX):]
             if stack_id in _BY_ID and stack_id not in seen:
                 origin = match.line.origin
                 seen[stack_id] = StackSeen(stack_id, _BY_ID[stack_id].name, origin.source, origin.line)
