@@ -21,6 +21,7 @@ class Signature:
     near_misses: tuple[str, ...] = ()
     core_class: str = ""  # the entry's core failure class, when the entry specialises one
     condition: str = ""  # numeric test over the captures (firstfault.match.conditions)
+    first_only: bool = False  # only its first hit in each file is kept (context saying what ran)
 
     @property
     def key(self) -> str:

@@ -1,8 +1,8 @@
 """Which software stack the logs show (launcher, framework, scheduler), and which fixes fit it.
 
 Detection is fed by what the engine already read: a few context signatures (`stack-*`, matched in
-the same single pass as every failure signature, chosen to hit rare lines: launcher banners,
-framework frames, scheduler messages), the files' paths (`slurm-123.out`, torchrun's
+the same single pass as every failure signature, each kept once per file: launcher banners,
+framework frames and logger names, scheduler messages), the files' paths (`slurm-123.out`, torchrun's
 `attempt_N/<local_rank>/` folders) and the launcher prefixes the scanner counted (`[default3]:`).
 
     detect_stack(scans, matches) -> (StackSeen("torchrun", "torchrun", "logs/console.log", 3), ...)
@@ -61,7 +61,8 @@ UNIVERSAL_FIX_STACKS = ("general", "pytorch", "nccl")
 _BY_ID = {stack.id: stack for stack in STACKS}
 
 STACK_SIGNATURES: tuple[Signature, ...] = tuple(
-    Signature(entry_id="", name=SIGNATURE_PREFIX + stack.id, role="context", weight=0.0, pattern=stack.pattern)
+    Signature(entry_id="", name=SIGNATURE_PREFIX + stack.id, role="context", weight=0.0, pattern=stack.pattern,
+              first_only=True)  # a Megatron log names `megatron.training` on every line: one hit per file is enough
     for stack in STACKS
 )
 

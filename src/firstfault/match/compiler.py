@@ -80,7 +80,8 @@ class Matcher:
         if engine == "hyperscan" or (engine == "auto" and hyperscan_available()):
             from .hyperscan_engine import HyperscanEngine
 
-            self.fast = HyperscanEngine([item.signature.pattern for item in self.compiled])
+            once = frozenset(index for index, item in enumerate(self.compiled) if item.signature.first_only)
+            self.fast = HyperscanEngine([item.signature.pattern for item in self.compiled], once=once)
         self.engine = "hyperscan" if self.fast is not None else "python"
         self._python_for: dict[frozenset, _PythonPrefilter] = {}
         self._literal_owner: _PythonPrefilter | None = None
