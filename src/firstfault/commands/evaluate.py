@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .options import FORMATS, add_output_options, knowledge_base
+from .options import FORMATS, add_output_options, knowledge_base, use_color
 
 
 def register(subparsers) -> None:
@@ -53,8 +53,11 @@ def run(args) -> int:
         if lines:
             print("\n" + "\n".join(lines))
     else:
+        from ..render.entry_terminal import Style
+
+        style = Style(use_color(args.color, sys.stdout))
         for result in score.misses:
-            print(miss_line(result))
+            print(style("critical", "MISS") + miss_line(result)[len("MISS"):])
         if not score.results:
             print(f"cases: 0 scored ({len(score.invalid)} could not be)")
         else:

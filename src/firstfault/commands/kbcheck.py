@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .options import FORMATS, add_output_options
+from .options import FORMATS, add_output_options, use_color
 
 
 def register(subparsers) -> None:
@@ -33,10 +33,13 @@ def run_check(args) -> int:
         print(f"### Knowledge-base check: {len(problems)} problem(s)\n\n{summary} ({ENTRIES_DIR.name}).\n")
         print("".join(f"- `{problem}`\n" for problem in problems), end="")
     else:
+        from ..render.entry_terminal import Style
+
+        style = Style(use_color(args.color, sys.stdout))
         for problem in problems:
-            print(problem)
+            print(style("literal", str(problem)))
         if problems:
             print(f"{len(problems)} problem(s); {summary}", file=sys.stderr)
         else:
-            print(f"ok: {summary}")
+            print(style("code", "ok:") + f" {summary}")
     return 1 if problems else 0

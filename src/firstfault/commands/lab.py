@@ -6,7 +6,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .options import FORMATS, add_output_options
+from .options import FORMATS, add_output_options, use_color
 
 NEEDS_TORCH = ("firstfault lab needs PyTorch (the CPU build is enough): "
                "pip install torch --index-url https://download.pytorch.org/whl/cpu && pip install 'firstfault[lab]'")
@@ -49,10 +49,13 @@ def run_list(args) -> int:
             fix = f"`{' '.join(scenario.fix_args)}`" if scenario.fixable else ""
             print(f"| `{scenario.name}` | `{scenario.expect_class}` | {scenario.description} | {fix} |")
         return 0
+    from ..render.entry_terminal import Style
+
+    style = Style(use_color(args.color, sys.stdout))
     width = max(len(s.name) for s in SCENARIOS)
     for scenario in SCENARIOS:
         fix = f"  [fix: {' '.join(scenario.fix_args)}]" if scenario.fixable else ""
-        print(f"{scenario.name:<{width}}  {scenario.expect_class:<28}  {scenario.description}{fix}")
+        print(style("literal", f"{scenario.name:<{width}}") + f"  {scenario.expect_class:<28}  {scenario.description}{fix}")
     print(f"\n{len(SCENARIOS)} scenarios; run one with: firstfault lab run NAME [--layout L] [--world-size N] [--rank R]")
     return 0
 

@@ -92,6 +92,8 @@ def select(kb: KnowledgeBase, category: str) -> list[Entry]:
 
 def compare(kb: KnowledgeBase, category: str) -> Comparison:
     """The entries of `category` (or of a topic such as `nccl`) side by side, with the tool matrix."""
+    if category not in comparison_topics():
+        raise UsageError(f"nothing to compare called {category!r}", f"choose from {', '.join(comparison_topics())}")
     topic = TOPICS.get(category) or Topic(category, lambda entry: entry.category == category)
     entries = select(kb, category)
     if not entries:
