@@ -21,7 +21,7 @@ from pathlib import PurePath
 
 from .model import Signature, StackSeen
 
-SIGNATURE_PREFIX = "stack-"
+SIGNATURE_PREFIX = "stack-cue-"  # the context signatures' names: stack-cue-torchrun, ...
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ STACKS: tuple[Stack, ...] = (
 )
 
 UNIVERSAL_FIX_STACKS = ("general", "pytorch", "nccl")
+_CUE_NAMES = frozenset(SIGNATURE_PREFIX + stack.id for stack in STACKS)
 _BY_ID = {stack.id: stack for stack in STACKS}
 
 STACK_SIGNATURES: tuple[Signature, ...] = tuple(
@@ -68,7 +69,7 @@ STACK_SIGNATURES: tuple[Signature, ...] = tuple(
 
 
 def is_stack_cue(match) -> bool:
-    return match.role == "context" and match.signature.name.startswith(SIGNATURE_PREFIX)
+    return match.role == "context" and match.signature.name in _CUE_NAMES
 
 
 def detect_stack(scans, matches) -> tuple[StackSeen, ...]:

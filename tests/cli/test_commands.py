@@ -90,11 +90,11 @@ def test_eval_misses_say_no_rank_instead_of_none(tmp_path):
     (case / "logs" / "train.log").write_text("2024-11-04 10:11:12,207 INFO step 1\n")
     (case / "case.yaml").write_text("id: unranked\nexpect:\n  class: cuda-oom\n  initiating_rank: 2\n")
     out = run_cli("eval", tmp_path).stdout.decode()
-    assert "MISS unranked: expected cuda-oom rank 2, got healthy" in out and "None" not in out
+    assert "MISS unranked: expected cuda-oom (rank 2), got healthy" in out and "None" not in out
     (case / "logs" / "train.log").write_text('Traceback (most recent call last):\n  File "t.py", line 1\nKeyError: 1\n')
     (case / "case.yaml").write_text("id: unranked\nexpect:\n  class: cuda-oom\n  initiating_rank: null\n")
     out = run_cli("eval", tmp_path).stdout.decode()
-    assert "got user-code-exception rank 0" in out and "None" not in out
+    assert "got user-code-exception (rank 0)" in out and "None" not in out
 
 
 def test_the_pure_python_matcher_says_how_much_slower_it_is(tmp_path):

@@ -95,6 +95,11 @@ def to_contract(diagnosis: Diagnosis) -> dict:
             "skipped": [{"source": item.source, "reason": item.reason} for item in inputs.skipped],
             "cross_file_order": cross_file_order(inputs),
         },
+        "because": [{"rule": item.rule, "text": item.text,
+                     "evidence": [{"source": source, "line": line} for source, line in item.evidence]}
+                    for item in diagnosis.because],
+        "action": diagnosis.action,
+        "action_detail": {key: list(value) for key, value in diagnosis.action_detail.items()},
         "stack": [{"id": item.id, "name": item.name, "source": item.source, "line": item.line}
                   for item in diagnosis.stack],
         "notes": list(diagnosis.notes),

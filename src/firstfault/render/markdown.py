@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 
 from ..model import Diagnosis
-from .diagnosis_text import (Names, clip, entry_or_none, id_label, inputs_line, ranks_text, report_sections,
-                             started_line, who)
+from .diagnosis_text import (Names, action_line, because_lines, clip, entry_or_none, id_label, inputs_line,
+                             ranks_text, report_sections, started_line, who)
 from .entry_markdown import prose, render_section
 
 
@@ -24,16 +24,20 @@ def render(diagnosis: Diagnosis, kb) -> str:
         lines.append("**Healthy**: the logs show no failure.")
     elif diagnosis.primary is None:
         lines.append("**Unknown failure**: something failed, but no knowledge-base entry explains it.")
+        lines += ["", f"**{action_line(diagnosis)}**"]
     else:
         primary = diagnosis.primary
         entry = entry_or_none(kb, primary.failure_id)
         title = entry.title if entry else primary.failure_id
         lines.append(f"**{prose(title)}** (`{id_label(primary)}`, confidence {primary.confidence:.2f}), "
                      f"{prose(started_line(diagnosis, names))}.")
+        lines += ["", f"**{prose(action_line(diagnosis))}**"]
         if primary.message:
             lines += ["", f"> {prose(primary.message)}"]
         lines += ["", "### Evidence", ""]
         lines += [_line_item(names.where(item), who(item), item.text) for item in primary.evidence]
+    if diagnosis.because and diagnosis.status != "healthy":
+        lines += ["", "### Why", ""] + [f"- {prose(text)}" for text in because_lines(diagnosis)]
     if diagnosis.collateral:
         lines += ["", "### Collateral" if diagnosis.primary else "### Failures seen", "",
                   "| failure | ranks | lines | first |", "| --- | --- | --- | --- |"]

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ..model import Diagnosis
-from .diagnosis_text import (Names, clip, entry_or_none, id_label, inputs_line, ranks_text, report_sections,
-                             started_line, who)
+from .diagnosis_text import (Names, action_line, because_lines, clip, entry_or_none, id_label, inputs_line,
+                             ranks_text, report_sections, started_line, who)
 from .entry_terminal import Style, render_section
 
 # Roles of the diagnosis report, on top of the entry renderer's (title, heading, dim, ...).
@@ -27,6 +27,8 @@ class TerminalReport:
         lines = self._headline(diagnosis, names)
         if diagnosis.primary is not None:
             lines += self._evidence(diagnosis, names)
+        if diagnosis.because and diagnosis.status != "healthy":
+            lines += ["", self.style("Why", "title")] + [f"  {text}" for text in because_lines(diagnosis)]
         if diagnosis.collateral:
             lines += self._collateral(diagnosis, names)
         if diagnosis.error_lines:
@@ -42,12 +44,14 @@ class TerminalReport:
         if diagnosis.status == "healthy":
             return [self.style("✔ healthy", "healthy") + ": the logs show no failure"]
         if diagnosis.primary is None:
-            return [self.style("? unknown", "unknown") + ": something failed, but no knowledge-base entry explains it"]
+            return [self.style("? unknown", "unknown") + ": something failed, but no knowledge-base entry explains it",
+                    "  " + action_line(diagnosis)]
         primary = diagnosis.primary
         entry = entry_or_none(self.kb, primary.failure_id)
         title = entry.title if entry else primary.failure_id
         lines = [self.style("✖ " + title, "failure") + self.style(f"  [{id_label(primary)}]  confidence {primary.confidence:.2f}", "dim")]
         lines.append("  " + started_line(diagnosis, names))
+        lines.append("  " + self.style(action_line(diagnosis), "heading"))
         if primary.message:
             lines.append("  " + primary.message)
         if entry is not None:

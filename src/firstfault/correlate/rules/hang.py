@@ -1,0 +1,225 @@
+"""Hang rules: when only collective timeouts were printed, who never arrived, and why.
+
+They read which collective each rank was in (traceback frames, NCCL OpType), how far each got
+(NCCL SeqNum, last enqueued work), which ranks timed out, which only lost their peers, and which
+printed nothing. The first rule that applies decides.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import replace
+
+from ...model import Match
+from ..events import time_key
+from ..facts import Facts
+from ..hangs import BACKWARD_OPS, first_by_rank, first_disconnects, is_disconnect, op_for, sequence_progress
+from ..ids import MISMATCH, STRAGGLER, UNEVEN
+from . import Decision, rule
+
+HANG_WEIGHT = 0.5  # how sure a verdict drawn from where ranks waited is, when no error line states it
+
+
+def with_rank(match: Match, rank: int) -> Match:
+    origin = replace(match.line.origin, rank=rank)
+    return replace(match, line=replace(match.line, origin=origin))
+
+
+def own_line(facts: Facts, rank: int, failure_id: str) -> Match | None:
+    """What the named rank itself last printed before the others timed out (what it was busy
+    with), as the line a hang verdict points at."""
+    from .progress import activity_match
+
+    streams = [stream for stream in facts.activity if stream.rank == rank and not stream.unprefixed and stream.lines]
+    if not streams:
+        return None
+    failures = {(match.line.origin.source, match.line.origin.line) for match in facts.matches if match.role != "context"}
+    stream = max(streams, key=lambda item: len(item.lines))
+    busy = [line for line in stream.lines if (stream.source, line.line) not in failures]
+    return activity_match(stream, failure_id, busy[-1] if busy else None)
+
+
+def hang_decision(facts: Facts, decision: Decision, rule_id: str, failure_id: str, rank: int | None,
+                  reason: str, evidence: Match | None, cited=()) -> Decision:
+    if evidence is None and rank is not None:
+        evidence = own_line(facts, rank, failure_id)
+    anchor = evidence or min(facts.collateral, key=time_key)
+    if anchor.line.origin.rank != rank:
+        anchor = with_rank(anchor, rank)  # None: the rule found no single rank that started it
+    if anchor.signature.weight < HANG_WEIGHT:  # a frame or a last line: the verdict's weight is the rule's
+        anchor = replace(anchor, signature=replace(anchor.signature, weight=HANG_WEIGHT, role="symptom"))
+    return decision.with_because(rule_id, reason, [*cited, anchor] if evidence else list(cited) or [anchor],
+                                 note=f"only collective timeouts were printed: {reason}" if facts.timeouts else reason,
+                                 status="failure", primary=failure_id, initiating=anchor, rank_decided=True)
+
+
+_GROUP = re.compile(r"PG ID (\d+)|PG GUID (\d+)")
+
+
+def _groups_named(matches) -> set:
+    return {found.group(0) for match in matches for found in _GROUP.finditer(match.line.text)}
+
+
+def _waiting(facts: Facts) -> dict:
+    return first_by_rank(facts.timeouts)
+
+
+@rule("hang-sequence-behind")
+def sequence_behind(facts: Facts, decision: Decision) -> Decision | None:
+    """NCCL: the one rank whose collective sequence number is behind the others'."""
+    progress = sequence_progress(facts.timeouts)
+    if len(progress) < 2 or len(_groups_named(facts.timeouts)) > 1:
+        return None  # sequence numbers count per process group: across groups they do not compare
+    highest = max(progress.values())
+    behind = [rank for rank, value in progress.items() if value < highest]
+    if len(behind) > 1 and len(progress) - len(behind) > 1:
+        # several ranks on each side: they ran different numbers of steps, not one straggler
+        by_seq: dict[int, list] = defaultdict(list)
+        for rank, value in progress.items():
+            by_seq[value].append(rank)
+        described = "; ".join(f"{seq}: ranks {sorted(ranks)}" for seq, ranks in sorted(by_seq.items()))
+        return hang_decision(facts, decision, "hang-sequence-behind", UNEVEN, None,
+                             f"ranks waited at different collective sequence numbers ({described}): "
+                             "they had run different numbers of steps", _waiting(facts).get(behind[0]))
+    if len(behind) != 1:
+        return None
+    rank = behind[0]
+    return hang_decision(facts, decision, "hang-sequence-behind", STRAGGLER, rank,
+                         f"rank {rank}'s collective sequence number ({progress[rank]}) is behind the others' ({highest})",
+                         _waiting(facts).get(rank))
+
+
+@rule("hang-different-collectives")
+def different_collectives(facts: Facts, decision: Decision) -> Decision | None:
+    """Ranks waiting in different collectives: uneven batches (barrier vs backward) or a desync."""
+    waiting = _waiting(facts)
+    known = {rank: op for rank, match in waiting.items() if (op := op_for(match, facts.frames))}
+    disconnects = first_disconnects(facts.collateral)
+    every_op = {**{rank: op for rank, match in disconnects.items() if (op := op_for(match, facts.frames))}, **known}
+    if len(set(every_op.values())) <= 1:
+        return None
+    first = {**disconnects, **waiting}
+    groups: dict[str, list] = defaultdict(list)
+    for rank, op in every_op.items():
+        groups[op].append(rank)
+    if "barrier" in groups and len(groups) == 2 and any(op in BACKWARD_OPS for op in groups):
+        # uneven data: the odd side is the smaller one, and the ranks whose data ran out first
+        # (at the epoch-end barrier) on a tie
+        early = sorted(groups["barrier"])
+        late = sorted(next(members for op, members in groups.items() if op != "barrier"))
+        odd = early if len(early) <= len(late) else late
+        single = odd[0] if len(odd) == 1 else None
+        reason = (f"ranks {early} reached the end-of-epoch barrier while ranks {late} were still in the backward all-reduce"
+                  + ("" if odd is early else f": ranks {late} had more batches"))
+        return hang_decision(facts, decision, "hang-different-collectives", UNEVEN, single, reason, first.get(single))
+    counts = Counter({op: len(members) for op, members in groups.items()})
+    minority_op, minority_size = counts.most_common()[-1]
+    majority_op = counts.most_common(1)[0][0]
+    single = groups[minority_op][0] if minority_size == 1 and counts[majority_op] > 1 else None
+    described = "; ".join(f"{op}: ranks {sorted(members)}" for op, members in sorted(groups.items()))
+    return hang_decision(facts, decision, "hang-different-collectives", MISMATCH, single,
+                         f"ranks were in different collectives ({described})",
+                         first.get(single) or next(iter(first.values())))
+
+
+def _timed_out_and_disconnected(facts: Facts) -> tuple[set, set]:
+    timed_out = {rank for rank in _waiting(facts) if rank is not None}
+    disconnected = {m.line.origin.rank for m in facts.collateral if is_disconnect(m)} - timed_out - {None}
+    return timed_out, disconnected
+
+
+@rule("hang-alone-in-barrier")
+def alone_in_barrier(facts: Facts, decision: Decision) -> Decision | None:
+    """One rank timed out in a barrier while the others only lost it: it ran out of batches first."""
+    timed_out, disconnected = _timed_out_and_disconnected(facts)
+    if len(timed_out) != 1 or not disconnected:
+        return None
+    rank = next(iter(timed_out))
+    match = _waiting(facts)[rank]
+    if op_for(match, facts.frames) != "barrier":
+        return None
+    return hang_decision(facts, decision, "hang-alone-in-barrier", UNEVEN, rank,
+                         f"rank {rank} waited alone in barrier while the others were still training", match)
+
+
+def _missing(facts: Facts, timed_out: set, disconnected: set) -> list[int]:
+    # rank 0 exists in every job: when the other ranks printed timeouts and it printed nothing
+    # that carries its rank (rank 0 often logs unprefixed progress: tokenizing, evaluating), it is missing
+    expected = sorted(set(facts.inputs.ranks) | ({0} if len(timed_out | disconnected) >= 2 else set()))
+    return [rank for rank in expected if rank not in timed_out and rank not in disconnected]
+
+
+@rule("hang-late-arrival")
+def late_arrival(facts: Facts, decision: Decision) -> Decision | None:
+    """The one rank that reached the collective only after its peers had timed out and left."""
+    timed_out, disconnected = _timed_out_and_disconnected(facts)
+    if len(disconnected) != 1 or _missing(facts, timed_out, disconnected):
+        return None
+    rank = next(iter(disconnected))
+    return hang_decision(facts, decision, "hang-late-arrival", STRAGGLER, rank,
+                         f"rank {rank} reached the collective only after the others had timed out and left", None)
+
+
+@rule("hang-never-joined")
+def never_joined(facts: Facts, decision: Decision) -> Decision | None:
+    """The one rank that printed no timeout while all the others timed out waiting."""
+    timed_out, disconnected = _timed_out_and_disconnected(facts)
+    missing = _missing(facts, timed_out, disconnected)
+    if len(missing) != 1 or not timed_out:
+        return None
+    rank = missing[0]
+    return hang_decision(facts, decision, "hang-never-joined", STRAGGLER, rank,
+                         f"rank {rank} never joined the collective the others timed out in", None)
+
+
+@rule("hang-all-timed-out")
+def all_timed_out(facts: Facts, decision: Decision) -> Decision | None:
+    """Every rank timed out in the same collective: a straggler the logs do not name."""
+    if not facts.timeouts:
+        return None
+    return hang_decision(facts, decision, "hang-all-timed-out", STRAGGLER, None,
+                         "every rank timed out in the same collective; the logs do not show who was late",
+                         facts.timeouts[0])
+
+
+def any_timeouts(facts: Facts) -> bool:
+    return bool(facts.timeouts)
+
+
+ROOT_ONLY_WORK = ("save", "checkpoint", "eval", "valid", "predict", "log_", "write")  # what one rank does alone
+# where a rank with fewer batches goes: evaluation (gathering its metrics), the epoch-end barrier
+EPOCH_END_WORK = ("eval", "valid", "predict", "barrier", "epoch", "gather")
+
+
+@rule("hang-stacks-differ")
+def stacks_differ(facts: Facts, decision: Decision) -> Decision | None:
+    """Stacks of the hung processes (Ctrl-C tracebacks, faulthandler dumps) wait in different
+    places: the odd one out started it; past the gradient all-reduce into evaluation or a
+    barrier means uneven batches, anything else a collective the others never call."""
+    stacks = facts.hang_stacks
+    if len(stacks) < 2:
+        return None
+    groups: dict[str, list] = defaultdict(list)
+    for stack in stacks:
+        groups[stack.wait].append(stack)
+    if len(groups) < 2:
+        return None
+    ordered = sorted(groups.values(), key=len)
+    odd = ordered[0]
+    if len(ordered[0]) == len(ordered[1]):
+        doing_alone = [group for group in ordered if any(word in func for func in group[0].functions for word in ROOT_ONLY_WORK)]
+        if len(doing_alone) != 1:
+            return None
+        odd = doing_alone[0]
+    others = [stack for group in groups.values() if group is not odd for stack in group]
+    majority_in_backward = all(stack.wait == "backward" for stack in others)
+    where_odd = [f"{frame.captures.get('file', '')} {frame.captures.get('func', '')}".lower() for frame in odd[0].frames]
+    past_the_epoch = not any("fsdp" in place for place in where_odd) and any(
+        word in place for place in where_odd for word in EPOCH_END_WORK)
+    failure_id = UNEVEN if majority_in_backward and past_the_epoch else MISMATCH
+    rank = odd[0].rank if len(odd) == 1 else None
+    where = ", ".join(sorted({stack.wait for stack in others}))
+    reason = (f"{len(odd)} process(es){f' (rank {rank})' if rank is not None else ''} waited in {odd[0].wait} "
+              f"while {len(others)} waited in {where}")
+    return hang_decision(facts, decision, "hang-stacks-differ", failure_id, rank, reason, odd[0].innermost,
+                         [stack.innermost for stack in others[:2]])
