@@ -53,9 +53,10 @@ def run_list(args) -> int:
 
     style = Style(use_color(args.color, sys.stdout))
     width = max(len(s.name) for s in SCENARIOS)
+    class_width = max(len(s.expect_class) for s in SCENARIOS)
     for scenario in SCENARIOS:
         fix = f"  [fix: {' '.join(scenario.fix_args)}]" if scenario.fixable else ""
-        print(style("literal", f"{scenario.name:<{width}}") + f"  {scenario.expect_class:<28}  {scenario.description}{fix}")
+        print(style("literal", f"{scenario.name:<{width}}") + f"  {scenario.expect_class:<{class_width}}  {scenario.description}{fix}")
     print(f"\n{len(SCENARIOS)} scenarios; run one with: firstfault lab run NAME [--layout L] [--world-size N] [--rank R]")
     return 0
 
