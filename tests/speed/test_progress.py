@@ -80,3 +80,22 @@ def test_a_large_file_among_many_shows_progress_while_workers_read_it(tmp_path, 
     finished_big = recorder.calls.index(("finished", inputs[big].display))
     in_flight = [count for kind, count in recorder.calls[:finished_big] if kind == "in_flight"]
     assert any(count > 4_000_000 for count in in_flight), recorder.calls[:finished_big]
+
+
+def test_a_long_block_still_shows_progress_after_a_second():
+    """No bytes reported for a while (one 4 MB block with the pure-Python matcher, or the
+    correlation after the scan): the line is still drawn once a second has passed."""
+    import time
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    observer = ProgressObserver(stream)
+    observer.file_started(Item(), 0, 1)
+    time.sleep(1.8)
+    drawn = stream.getvalue()
+    observer.close()
+    assert "0/1 files" in drawn and " s" in drawn
+    assert stream.getvalue().endswith("\r")

@@ -54,8 +54,10 @@ def run(args) -> int:
         print(f"firstfault: warning: {len(kb.problems)} knowledge-base problem(s); affected entries are left out "
               "(run `firstfault kb check`)", file=sys.stderr)
     observer = ProgressObserver(sys.stderr)
-    diagnosis = diagnose_paths(args.paths, mask_hosts=args.mask_hosts, observer=observer, kb=kb)
-    observer.close()
+    try:
+        diagnosis = diagnose_paths(args.paths, mask_hosts=args.mask_hosts, observer=observer, kb=kb)
+    finally:
+        observer.close()  # erased before anything else is said, error or report
     from ..render.diagnosis_text import skipped_worth_saying
 
     for item in skipped_worth_saying(diagnosis.inputs.skipped):
