@@ -78,6 +78,7 @@ class FileScan:
     tails: dict = field(default_factory=dict)  # rank stream (None: the file's only one) -> [(line, time, text)]
     progress_tails: dict = field(default_factory=dict)  # rank stream -> its last progress lines, same form
     error: str = ""
+    found_once: set = field(default_factory=set)  # indices of first_only signatures that hit already
 
     def resumed(self, item: InputFile) -> "FileScan":
         """An empty scan of more of the same file: it carries this one's times and rank census,
@@ -89,7 +90,8 @@ class FileScan:
                         first_time=self.first_time,
                         last_time=self.last_time, stream_times=dict(self.stream_times),
                         tails={stream: list(lines) for stream, lines in self.tails.items()},
-                        progress_tails={stream: list(lines) for stream, lines in self.progress_tails.items()})
+                        progress_tails={stream: list(lines) for stream, lines in self.progress_tails.items()},
+                        found_once=set(self.found_once))
 
 
 class Scanner:
@@ -100,6 +102,8 @@ class Scanner:
         self.matcher = Matcher(self.signatures, engine)
         self.clock = Clock()
         self.on_block = None  # optional callable(bytes scanned), for progress within a file
+        self._first_only = {id(item): index for index, item in enumerate(self.matcher.compiled)
+                            if item.signature.first_only}
 
     def __getstate__(self):
         # compiled databases do not pickle: a copy in another process compiles (or loads) its own
@@ -179,6 +183,8 @@ class Scanner:
         newlines = None  # of the whole block, once counted
         line_number, counted_to = block.first_line, 0
         for start in sorted(candidates):
+            if scan.found_once and candidates[start] <= scan.found_once:
+                continue  # only signatures that already had their one hit in this file
             if start - counted_to <= size - start:
                 line_number += data.count(b"\n", counted_to, start)
             else:
@@ -250,6 +256,9 @@ class Scanner:
         searched = raw_line.replace("\r", " ")
         masked = searched if line == raw_line else line.replace("\r", " ")
         hits = self.matcher.confirm(searched, masked, indices)
+        if hits and self._first_only:
+            hits = [hit for hit in hits if self._first_only.get(id(hit[0])) not in scan.found_once]
+            scan.found_once.update(self._first_only[id(hit[0])] for hit in hits if id(hit[0]) in self._first_only)
         if not hits:
             return
         prefix = parse_prefix(line)
