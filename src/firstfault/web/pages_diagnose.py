@@ -49,7 +49,7 @@ def fix_sections(kb, document: dict):
 
 def result_page(request: Request, document: dict, record_id: int | None, created: float | None = None):
     from ..model import Skipped
-    from ..render.diagnosis_text import expected_empty
+    from ..render.diagnosis_text import ACTION_TEXT, expected_empty
 
     kb = request.app.state.kb
     entry, sections = fix_sections(kb, document)
@@ -58,4 +58,5 @@ def result_page(request: Request, document: dict, record_id: int | None, created
     titles = {item.id: item.title for item in kb.entries}
     return render(request, "result.html", page="diagnose", doc=document, entry=entry, sections=sections,
                   titles=titles, record_id=record_id, created=created, labels=labels_of(document),
-                  timeline_caption=caption_of(document), skipped=skipped, expected_empty=len(items) - len(skipped))
+                  timeline_caption=caption_of(document), skipped=skipped, expected_empty=len(items) - len(skipped),
+                  action_texts=ACTION_TEXT)
