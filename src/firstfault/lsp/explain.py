@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from ..model import Diagnosis
 from ..render.contract import iso_time
-from ..render.diagnosis_text import entry_or_none, fix_blocks, verify_items, who
+from ..render.diagnosis_text import entry_or_none, who
+from ..render.entry_sections import FixOption, fix_blocks, verify_steps
 from ..render.markdown import code_span
 from .markers import COLLATERAL, FIRST_FAULT, SAME_FAILURE, Marker, place, title_of
 
@@ -51,29 +52,31 @@ def _marker_text(marker: Marker, diagnosis: Diagnosis, kb, href) -> str:
     summary = " ".join(str(entry.get("summary") or "").split())
     if summary:
         lines.append(summary if len(summary) <= SUMMARY_CHARACTERS else summary[:SUMMARY_CHARACTERS].rsplit(" ", 1)[0] + " …")
-    lines += _fix_and_verify(entry, diagnosis.fix_values if explained == _primary_id(diagnosis) else {})
+    lines += _fix_and_verify(entry, diagnosis.fix_values if explained == _primary_id(diagnosis) else {},
+                             [seen.id for seen in diagnosis.stack])
     lines += [f"_{note}_" for note in diagnosis.notes] if marker.kind == FIRST_FAULT else []
     lines.append(f"[Full entry]({href(entry.id)}) · `firstfault explain {entry.id}`")
     return "\n\n".join(lines)
 
 
-def _fix_and_verify(entry, values: dict) -> list[str]:
+def _fix_and_verify(entry, values: dict, stack=()) -> list[str]:
+    """The first fix for the stack the logs show (the same choice the reports make) and the first
+    verification command."""
     lines = []
-    blocks = fix_blocks(entry, values)
-    if blocks:
-        block = blocks[0]
-        lines.append(f"**Fix** ({block['stack']}): {block['title']}. {block['why'].strip()}")
-        shell = [f"export {key}={value}" for key, value in block["env"].items()]
-        shell += [block["command"]] if block["command"] else []
+    options = [block for block in fix_blocks(entry, values, list(stack)) if isinstance(block, FixOption)]
+    if options:
+        option = options[0]
+        lines.append(f"**Fix** ({option.stack}): {option.title}. {option.why.strip()}")
+        shell = [code.text for code in option.blocks if code.language == "bash"]
         if shell:
             lines.append(_fenced("\n".join(shell), "sh"))
-        others = sorted({item["stack"] for item in blocks[1:]} - {block["stack"]})
+        others = sorted({item.stack for item in options[1:]} - {option.stack})
         if others:
             lines.append(f"Other fixes in the full entry: {', '.join(others)}.")
-    verify = verify_items(entry, values)
     check, command = verification_command(entry, values)
-    if verify:
-        lines.append(f"**Verify**: {check or verify[0][0]}")
+    steps = verify_steps(entry, values)
+    if steps:
+        lines.append(f"**Verify**: {check or steps[0].text}")
         if command:
             lines.append(_fenced(command, "sh"))
     return lines
@@ -81,9 +84,9 @@ def _fix_and_verify(entry, values: dict) -> list[str]:
 
 def verification_command(entry, values: dict) -> tuple[str, str]:
     """(check, command) of the entry's first verification step that has a command; ("", "") when none."""
-    for check, command in verify_items(entry, values):
-        if command:
-            return check, command
+    for step in verify_steps(entry, values):
+        if step.command:
+            return step.text, step.command
     return "", ""
 
 

@@ -89,9 +89,7 @@ class FileScan:
                         task_layout_read=self.task_layout_read,
                         first_time=self.first_time,
                         last_time=self.last_time, stream_times=dict(self.stream_times),
-                        tails={stream: list(lines) for stream, lines in self.tails.items()},
-                        progress_tails={stream: list(lines) for stream, lines in self.progress_tails.items()},
-                        found_once=set(self.found_once))
+                        found_once=set(self.found_once))  # tails: the chunk's own, merged by the caller
 
 
 class Scanner:
@@ -116,19 +114,22 @@ class Scanner:
         """Scan one input; `resume` is the scan of the same file's earlier part (a file that
         grows, read chunk by chunk), whose times and census carry into this one."""
         scan = resume.resumed(item) if resume is not None else FileScan(input=item, hints=hints_from_path(item.relative))
-        last = None
+        previous = last = None
         try:
             for block in read_blocks(item, scan.stats, decode=False):
                 if len(block.data) > BIG_BLOCK:
                     _tune_allocator()
                 self._scan_block(block, scan)
-                last = block
+                previous, last = last, block
                 if self.on_block is not None:
                     self.on_block(len(block.data) + 1)
         except Unreadable as exc:
             scan.error = str(exc)
         if last is not None:
-            # what each rank printed last: walked back from the end once, not at every block
+            # what each rank printed last: walked back from the end once, not at every block (and
+            # from the block before when the last is short: a reader's final piece can be one line)
+            if previous is not None and last.line_count < _tail_window(scan)[1]:
+                self._keep_tails(previous, scan)
             self._keep_tails(last, scan)
         return scan
 
@@ -201,12 +202,12 @@ class Scanner:
         """Each rank stream's last lines in this block (masked, with their times) replace what an
         earlier block left for that stream."""
         data = block.data
-        several = _several_streams(scan)
-        wanted = len(scan.global_ranks | scan.local_ranks) if several else 1
+        wanted, window = _tail_window(scan)
         found: dict = {}
         progress: dict = {}
         end, line_number = len(data), block.first_line + block.line_count - 1
-        for _ in range(min(max(TAIL_WALK_LINES, 12 * wanted * TAIL_LINES // 8), 3000)):
+        several = _several_streams(scan)
+        for _ in range(window):
             if end <= 0 and line_number < block.first_line:
                 break
             start = data.rfind(b"\n", 0, end) + 1
@@ -214,7 +215,7 @@ class Scanner:
             if raw.strip():
                 line = _display_text(raw[:2000].decode("utf-8", "replace"))
                 prefix = parse_prefix(line)
-                stream = _stream_of(prefix) if several else None
+                stream = _stream_of(prefix)  # the same key in every chunk of a growing file
                 kept = found.setdefault(stream, [])
                 steps = progress.setdefault(stream, [])
                 wanted_line = len(kept) < TAIL_LINES
@@ -237,6 +238,14 @@ class Scanner:
         for stream, lines in progress.items():
             if lines:
                 scan.progress_tails[stream] = (scan.progress_tails.get(stream, []) + lines[::-1])[-PROGRESS_TAIL_LINES:]
+        # only lines within the window from the file's end count, however the file was read (at
+        # once, or chunk by chunk as it grew): the same answer either way
+        oldest = block.first_line + block.line_count - window
+        for kept in (scan.tails, scan.progress_tails):
+            for stream in list(kept):
+                kept[stream] = [line for line in kept[stream] if line[0] > oldest]
+                if not kept[stream]:
+                    del kept[stream]
 
     def _carry_times(self, data: bytes, scan: FileScan) -> None:
         """Remember the block's last time, overall and per rank stream, for the lines of later
@@ -397,6 +406,12 @@ def _valid_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _tail_window(scan: FileScan) -> tuple[int, int]:
+    """(rank streams wanted, lines walked back from the end to find their last lines)."""
+    wanted = len(scan.global_ranks | scan.local_ranks) if _several_streams(scan) else 1
+    return wanted, min(max(TAIL_WALK_LINES, 12 * wanted * TAIL_LINES // 8), 3000)
 
 
 def _several_streams(scan: FileScan) -> bool:

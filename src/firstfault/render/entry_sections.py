@@ -172,6 +172,11 @@ def fix_blocks(entry: Entry, values: Mapping[str, object] | None, stack: Sequenc
     return tuple(blocks)
 
 
+def verify_steps(entry: Entry, values: Mapping[str, object] | None) -> tuple[Step, ...]:
+    """The entry's verification steps with the log's values filled in."""
+    return _steps(entry.get("verify"), _Filler(values))
+
+
 def _steps(items, fill) -> tuple[Step, ...]:
     return tuple(Step(fill(item["check"]), _shell(item.get("command") or "", fill)) for item in items or ())
 
