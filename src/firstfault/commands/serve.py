@@ -61,6 +61,12 @@ def run_serve(args) -> int:
             "this port can submit logs and read the history; use --host 127.0.0.1 unless you trust the network",
             file=sys.stderr,
         )
+    refusal = cannot_listen(args.host, args.port)
+    if refusal:
+        print(f"firstfault: error: cannot listen on {args.host}:{args.port}: {refusal}", file=sys.stderr)
+        print(f"hint: another program may use that port; choose another with --port (e.g. --port {args.port + 1})",
+              file=sys.stderr)
+        return 2
     db = None if args.no_history else (args.db or str(default_path()))
     allowed = LOOPBACK_HOSTS if loopback else None  # refuse the names a DNS-rebinding page would use
     limits = Limits()
@@ -74,5 +80,28 @@ def run_serve(args) -> int:
         return 2
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"firstfault: serving on http://{shown}:{args.port}/ (history: {db or 'off'}); Ctrl-C stops", file=sys.stderr)
-    run(app, args.host, args.port, limits.head_timeout)
+    try:
+        run(app, args.host, args.port, limits.head_timeout)
+    except SystemExit:  # uvicorn could not start after all (the port was taken a moment later)
+        print(f"firstfault: error: the server on {args.host}:{args.port} could not start", file=sys.stderr)
+        print("hint: choose another port with --port", file=sys.stderr)
+        return 2
     return 0
+
+
+def cannot_listen(host: str, port: int) -> str:
+    """Why nothing can listen on host:port now ("" when it can): checked before saying `serving`."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"cannot resolve the address ({exc.strerror or exc})"
+    family, kind, protocol, _, address = infos[0]
+    with socket.socket(family, kind, protocol) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return (exc.strerror or str(exc)).lower()
+    return ""

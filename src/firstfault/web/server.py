@@ -44,6 +44,6 @@ def protocol_with_head_timeout(head_timeout: float) -> type:
 def run(app, host: str, port: int, head_timeout: float) -> None:
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False,
+    uvicorn.run(app, host=host, port=port, log_level="critical", server_header=False,
                 http=protocol_with_head_timeout(head_timeout), timeout_keep_alive=5,
                 limit_concurrency=MAX_CONNECTIONS)
