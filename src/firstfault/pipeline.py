@@ -10,6 +10,7 @@ to an optional observer: any object with `file_started(item, index, total)` and
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from functools import lru_cache
 
 from .correlate import correlate

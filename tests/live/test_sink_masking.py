@@ -39,7 +39,7 @@ def _hang_alerts(mask_hosts: bool = False):
                        (4.0, [_progress(0, 3)]), (7.0, [_progress(0, 4)])):
         engine.ingest([Chunk((name, 0), name, "gpu-node-a17/console.log", "".join(lines).encode())], now=now)
         engine.evaluate(now)
-    alerts = engine.evaluate(8.0)
+    engine.evaluate(8.0)
     assert any(alert.kind == "hang" for alert in engine.alerts), engine.alerts
     return engine, engine.alerts
 

@@ -4,7 +4,6 @@ the server's memory bounded, and normal requests are answered meanwhile."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
