@@ -74,7 +74,7 @@ def test_the_paths_given_are_masked_too(tmp_path):
     (home / "rank1.log").write_text(FAULT + "\n")
     for output_format in ("terminal", "json", "markdown"):
         output = run_cli("diagnose", str(home), "--format", output_format).stdout.decode()
-        assert "home/<user>/job/rank1.log" in output
+        assert "home/<user>/job/rank1.log" in output.replace("&lt;", "<").replace("&gt;", ">")  # Markdown escapes it
         assert "/carol/" not in output
 
 

@@ -115,7 +115,7 @@ async def test_diagnose_text_masks_secrets_and_returns_the_contract(lsp):
     assert contract["primary"]["entry_id"] == "disk-full"
     assert contract["primary"]["initiating"] == {**contract["primary"]["initiating"], "source": "terminal.log", "line": 4, "rank": 1}
     text = contract["primary"]["evidence"][0]["text"]
-    assert "alice" not in text and "hf_abcdef" not in text and "hf_<masked>" in text
+    assert "alice" not in text and "hf_abcdef" not in text and "<hf-token>" in text
     shown = await wait_for(lambda: lsp.shown_documents, "the report shown")
     assert "alice" not in Path(shown[-1].uri.removeprefix("file://")).read_text()
 

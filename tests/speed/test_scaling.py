@@ -6,6 +6,7 @@ repeated, hex-word lines), host pseudonyms, scanning, correlating, rendering, si
 (error records, flight-recorder dumps, stack dumps, dump discovery), upload expansion."""
 from __future__ import annotations
 
+import gc
 import gzip
 import io
 import json
@@ -43,11 +44,18 @@ def _cpu(function, argument) -> float:
 
 
 def assert_linear(function, make, unit: int, floor: float = 0.003, repeat: int = 3) -> None:
-    """`function(make(n))` for n = unit and FACTOR * unit: the larger may cost < BOUND x the smaller."""
+    """`function(make(n))` for n = unit and FACTOR * unit: the larger may cost < BOUND x the smaller.
+    The garbage collector is off while timing: a full collection walks every object of the test
+    session, a cost that has nothing to do with the input."""
     small, large = make(unit), make(unit * FACTOR)
     function(small)  # warm up: compiled patterns, caches
-    one = min(_cpu(function, small) for _ in range(repeat))
-    ten = min(_cpu(function, large) for _ in range(max(1, repeat - 1)))
+    gc.collect()
+    gc.disable()
+    try:
+        one = min(_cpu(function, small) for _ in range(repeat))
+        ten = min(_cpu(function, large) for _ in range(max(1, repeat - 1)))
+    finally:
+        gc.enable()
     assert ten < BOUND * max(one, floor), f"1x {one * 1000:.1f} ms, {FACTOR}x {ten * 1000:.1f} ms: {ten / max(one, 1e-9):.0f}x"
 
 
