@@ -32,8 +32,12 @@ def _narrowed(decision: Decision, boundary: tuple | None, slack: float, own_time
     return roots, symptoms
 
 
-def _dropped(decision: Decision, roots: tuple, symptoms: tuple) -> int:
-    return len(decision.roots) - len(roots) + len(decision.symptoms) - len(symptoms)
+def _dropping(decision: Decision, roots: tuple, symptoms: tuple, boundary: Match, rule_id: str, why: str) -> Decision | None:
+    """The decision without the errors past a boundary, or None when none were."""
+    dropped = len(decision.roots) - len(roots) + len(decision.symptoms) - len(symptoms)
+    if not dropped:
+        return None
+    return decision.with_because(rule_id, f"{dropped} error(s) {why}", [boundary], roots=roots, symptoms=symptoms)
 
 
 @rule("teardown-after-first-timeout")
@@ -55,13 +59,8 @@ def after_first_timeout(facts: Facts, decision: Decision) -> Decision | None:
     symptoms = tuple(match for match in symptoms if not any(
         (match.line.origin.source, match.line.origin.line + step) in reasons for step in range(1, WHAT_LINES + 1))
         and not (match.signature.key in ABORT_SIGNATURES and not _clearly_before(match, first)))
-    dropped = _dropped(decision, roots, symptoms)
-    if not dropped:
-        return None
-    return decision.with_because(
-        "teardown-after-first-timeout",
-        f"{dropped} error(s) began after the first collective timeout (rank {first.line.origin.rank}): they are its consequences",
-        [first], roots=roots, symptoms=symptoms)
+    return _dropping(decision, roots, symptoms, first, "teardown-after-first-timeout",
+                     f"began after the first collective timeout (rank {first.line.origin.rank}): they are its consequences")
 
 
 @rule("teardown-after-launcher-report")
@@ -74,13 +73,8 @@ def after_launcher_report(facts: Facts, decision: Decision) -> Decision | None:
     roots, symptoms = _narrowed(decision, time_key(first), LAUNCHER_SLACK_SECONDS)
     if not roots:
         return None  # nothing came before the report: the report is all there is to go on
-    dropped = _dropped(decision, roots, symptoms)
-    if not dropped:
-        return None
-    return decision.with_because(
-        "teardown-after-launcher-report",
-        f"{dropped} error(s) came after the launcher reported a worker failing: they are teardown",
-        [first], roots=roots, symptoms=symptoms)
+    return _dropping(decision, roots, symptoms, first, "teardown-after-launcher-report",
+                     "came after the launcher reported a worker failing: they are teardown")
 
 
 EXPLAINED_SLACK_SECONDS = 5.0  # host clocks differ; a cause logged a little after its effect still explains it
