@@ -36,3 +36,21 @@ def test_parallel_equals_serial(ranks_corpus, signatures):
 def test_small_inputs_stay_in_process(ranks_corpus):
     inputs, _ = expand_inputs([str(ranks_corpus)])
     assert parallel.worker_count(inputs) == 1  # well under PARALLEL_MIN_BYTES
+
+
+class BytesRecorder(Recorder):
+    """An observer that also follows bytes in flight (the terminal's progress line)."""
+
+    def bytes_in_flight(self, count):
+        self.events.append(("bytes", count))
+
+
+def test_many_files_with_a_progress_observer(tmp_path, signatures):
+    """Enough files that the pool hands them out in chunks (a plain generator, no timeouts)."""
+    for rank in range(64):
+        (tmp_path / f"rank{rank}.log").write_text(f"[rank{rank}]: step 1 loss 2.0\n" * 50)
+    inputs, _ = expand_inputs([str(tmp_path)])
+    recorder = BytesRecorder()
+    scans = parallel.scan_files(Scanner(signatures), inputs, recorder, workers=2)
+    assert [scan.input.display for scan in scans] == [item.display for item in inputs]
+    assert [event[1] for event in recorder.events if event[0] == "done"] == [item.display for item in inputs]

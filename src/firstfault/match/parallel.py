@@ -120,7 +120,9 @@ def scan_files(scanner: Scanner, inputs: list[InputFile], observer=None, workers
 
 def _next_result(results, observer, in_flight) -> FileScan:
     """The next scan in input order; meanwhile the observer hears how far the workers got."""
-    if in_flight is None:
+    if in_flight is None or not hasattr(results, "next"):
+        # Pool.imap with chunksize > 1 gives a plain generator (no timeout): many files, each
+        # reported as it finishes, so nothing is lost
         return next(results)
     import multiprocessing
 
