@@ -94,3 +94,24 @@ def test_mask_hosts_leaves_no_host_in_any_output(tmp_path, fmt):
     for leaked in hosts + ("10.1.0.7", "10.1.1.7"):
         assert leaked not in scrubbed, leaked
     assert "host-" in scrubbed
+
+
+def test_a_secret_on_the_last_line_a_hang_verdict_quotes_is_masked():
+    """A straggler's last line reaches the report through the rank's tail, not through a
+    signature hit: it is masked all the same."""
+    import json
+
+    from firstfault.pipeline import diagnose_texts
+    from firstfault.render.contract import render
+
+    token = "hf_" + "Zq8" * 12
+    lines = []
+    for rank in range(3):
+        lines.append(f"{rank}: [2024-11-05 10:00:0{rank}] INFO step 100 loss 2.1")
+        lines.append(f"{rank}: [2024-11-05 10:00:1{rank}] INFO saving checkpoint HF_TOKEN={token}")
+        if rank != 2:
+            lines.append(f"{rank}: [2024-11-05 10:00:2{rank}] INFO checkpoint written")
+    lines.append("slurmstepd: error: *** JOB 7 ON node017 CANCELLED AT 2024-11-05T14:00:03 DUE TO TIME LIMIT ***")
+    document = json.loads(render(diagnose_texts([("slurm-7.out", "\n".join(lines) + "\n")])))
+    assert document["primary"]["initiating"]["rank"] == 2
+    assert token not in json.dumps(document)

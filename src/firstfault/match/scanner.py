@@ -205,6 +205,7 @@ class Scanner:
         wanted, window = _tail_window(scan)
         found: dict = {}
         progress: dict = {}
+        satisfied: set = set()  # streams with all the lines wanted
         end, line_number = len(data), block.first_line + block.line_count - 1
         several = _several_streams(scan)
         for _ in range(window):
@@ -221,15 +222,17 @@ class Scanner:
                 wanted_line = len(kept) < TAIL_LINES
                 wanted_step = len(steps) < PROGRESS_TAIL_LINES and is_progress(line[prefix.offset:])
                 if wanted_line or wanted_step:
-                    kept_line = (line_number, self.clock.parse(line[prefix.offset:]), mask_secrets(line)[:500])
+                    # unmasked here: what a diagnosis shows of these lines passes the masker with
+                    # everything else it says (pipeline.diagnose_scans), and most are never shown
+                    kept_line = (line_number, self.clock.parse(line[prefix.offset:]), line[:500])
                     if wanted_line:
                         kept.append(kept_line)
                     if wanted_step:
                         steps.append(kept_line)
-                ranked = [key for key in found if key is not None or not several]
-                if len(ranked) >= wanted and all(len(found[key]) >= TAIL_LINES and len(progress[key]) >= PROGRESS_TAIL_LINES
-                                                 for key in ranked):
-                    break
+                    if (stream is not None or not several) and len(kept) >= TAIL_LINES and len(steps) >= PROGRESS_TAIL_LINES:
+                        satisfied.add(stream)
+                        if len(satisfied) >= wanted:
+                            break
             if start == 0:
                 break
             end, line_number = start - 1, line_number - 1
