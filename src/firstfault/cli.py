@@ -19,6 +19,7 @@ COMMAND_MODULES = {
     "lab": ("lab",),
     "serve": ("serve",),
     "live": ("watch", "run"),
+    "fleet": ("fleet",),
 }
 
 EXIT_OK, EXIT_FAILURE_FOUND, EXIT_TOOL_ERROR = 0, 1, 2

@@ -1,0 +1,144 @@
+"""Suspect hosts: hosts that start host-level failures in more jobs than the fleet's base rate explains.
+
+    ranking = rank_hosts(rows, min_jobs=3, alpha=0.01)
+
+The test, per host h:
+- n_h: the jobs whose logs show h (any outcome);
+- w_h: the weighted count of jobs whose failure started on h and is the host's doing
+  (hardware.host_fault_weight: hardware 1, node conditions 0.5; code, data and framework
+  failures 0, so they never count against a host);
+- base rate p_h: the same weighted failures per job-host everywhere else in the fleet,
+  (W - w_h + 0.5) / (N - n_h + 1), leaving h out so a bad host does not raise its own bar
+  (the 0.5 keeps p_h above 0 in a fleet with no other host faults);
+- p-value: P(X >= w_h) for X ~ Binomial(n_h, p_h), the chance an ordinary host in as many jobs
+  starts that many failures;
+- h is a suspect when it started such failures in at least `min_jobs` distinct jobs and its
+  p-value is below alpha / H (Bonferroni over the H hosts tested). Score = -log10(p-value).
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from .hardware import host_fault_weight
+from .host_commands import host_commands
+from .stats import binomial_upper_tail, surprise
+
+DEFAULT_MIN_JOBS = 3
+DEFAULT_ALPHA = 0.01
+SMOOTHING = 0.5
+
+
+@dataclass
+class HostRecord:
+    host: str
+    jobs_seen: int = 0
+    weighted: float = 0.0
+    evidence: list[dict] = field(default_factory=list)
+
+    @property
+    def classes(self) -> dict[str, int]:
+        return dict(Counter(item["failure_id"] for item in self.evidence))
+
+
+@dataclass(frozen=True)
+class Ranking:
+    suspects: list[dict]
+    watch: list[dict]  # hosts with host-level failures in 2+ jobs that do not pass the test
+    hosts_tested: int
+    fleet_rate: float  # weighted host-level failures per job-host over the whole fleet
+    min_jobs: int
+    alpha: float
+    threshold: float  # the p-value a suspect must be below (alpha / hosts_tested)
+
+
+def job_time(row: dict) -> float | None:
+    return row.get("first_fault_time") or row.get("modified_at")
+
+
+def host_records(rows: list[dict]) -> dict[str, HostRecord]:
+    records: dict[str, HostRecord] = {}
+
+    def record(host: str) -> HostRecord:
+        if host not in records:
+            records[host] = HostRecord(host)
+        return records[host]
+
+    for row in rows:
+        hosts = set(row.get("hosts") or [])
+        initiating = row.get("initiating_host")
+        weight = host_fault_weight(row.get("failure_id"), row.get("entry_id")) if row.get("status") == "failure" else 0.0
+        if initiating and weight > 0:
+            hosts.add(initiating)
+            found = record(initiating)
+            found.weighted += weight
+            found.evidence.append({
+                "job_id": row.get("job_id"), "job_path": row.get("job_path"), "failure_id": row.get("failure_id"),
+                "entry_id": row.get("entry_id"), "weight": weight, "time": job_time(row),
+                "source": row.get("evidence_source"), "line": row.get("evidence_line"), "summary": row.get("summary"),
+            })
+        for host in hosts:
+            record(host).jobs_seen += 1
+    return records
+
+
+def rank_hosts(rows: list[dict], min_jobs: int = DEFAULT_MIN_JOBS, alpha: float = DEFAULT_ALPHA) -> Ranking:
+    records = host_records(rows)
+    total_weight = sum(item.weighted for item in records.values())
+    total_seen = sum(item.jobs_seen for item in records.values())
+    tested = max(1, len(records))
+    threshold = alpha / tested
+    suspects, watch = [], []
+    for item in records.values():
+        if not item.evidence:
+            continue
+        rate = (total_weight - item.weighted + SMOOTHING) / (total_seen - item.jobs_seen + 1)
+        trials = max(item.jobs_seen, len(item.evidence))
+        p_value = binomial_upper_tail(item.weighted, trials, min(rate, 1.0))
+        entry = _describe(item, rate, p_value)
+        if len(item.evidence) >= min_jobs and p_value < threshold:
+            suspects.append(entry)
+        elif len(item.evidence) >= 2:
+            watch.append(entry)
+    order = lambda entry: (-entry["score"], entry["host"])  # noqa: E731
+    return Ranking(sorted(suspects, key=order), sorted(watch, key=order)[:10], len(records),
+                   total_weight / total_seen if total_seen else 0.0, min_jobs, alpha, threshold)
+
+
+def _describe(item: HostRecord, rate: float, p_value: float) -> dict:
+    evidence = sorted(item.evidence, key=lambda entry: (entry["time"] or 0, entry["job_id"] or ""))
+    times = [entry["time"] for entry in evidence if entry["time"] is not None]
+    classes = item.classes
+    return {
+        "host": item.host,
+        "jobs": [entry["job_id"] for entry in evidence],
+        "classes": classes,
+        "score": surprise(p_value),
+        "p_value": p_value,
+        "weighted_failures": item.weighted,
+        "jobs_seen": item.jobs_seen,
+        "base_rate": rate,
+        "expected": round(rate * item.jobs_seen, 3),
+        "first_seen": min(times) if times else None,
+        "last_seen": max(times) if times else None,
+        "evidence": evidence,
+        "commands": host_commands(item.host, classes),
+    }
+
+
+def blamed_classes(ranking: Ranking) -> set[str]:
+    """Every failure class that counts against some suspect host (for the checks of the tests and the bench)."""
+    return {failure for suspect in ranking.suspects for failure in suspect["classes"]}
+
+
+def suspects_by_host(ranking: Ranking) -> dict[str, dict]:
+    return {entry["host"]: entry for entry in ranking.suspects}
+
+
+def per_host_failures(rows: list[dict]) -> dict[str, Counter]:
+    """host -> Counter of every failure class that started on it (host-level or not), for reports."""
+    result: dict[str, Counter] = defaultdict(Counter)
+    for row in rows:
+        if row.get("status") == "failure" and row.get("initiating_host"):
+            result[row["initiating_host"]][row.get("failure_id")] += 1
+    return result
