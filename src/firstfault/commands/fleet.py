@@ -16,7 +16,6 @@ import os
 import sys
 
 DEFAULT_TABLE = "fleet.parquet"
-FLEET_TABLE_VARIABLE = "FIRSTFAULT_FLEET_TABLE"
 
 
 def register(subparsers) -> None:
@@ -50,7 +49,7 @@ def register(subparsers) -> None:
 
     sql = commands.add_parser("sql", help="query the table with DuckDB (the view is `jobs`)")
     sql.add_argument("query", metavar="QUERY", help='e.g. "SELECT initiating_host, count(*) FROM jobs GROUP BY 1 ORDER BY 2 DESC"')
-    sql.add_argument("--table", default=None, metavar="TABLE", help=f"the table (default: ${FLEET_TABLE_VARIABLE} or {DEFAULT_TABLE})")
+    sql.add_argument("--table", default=None, metavar="TABLE", help=f"the table (default: $FIRSTFAULT_FLEET_TABLE or {DEFAULT_TABLE})")
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     sql.set_defaults(func=run_sql)
 
@@ -126,8 +125,9 @@ def run_report(args) -> int:
 
 def run_sql(args) -> int:
     from ..fleet.sql import format_result, run_query
+    from ..fleet.table import TABLE_VARIABLE
 
-    table = args.table or os.environ.get(FLEET_TABLE_VARIABLE) or DEFAULT_TABLE
+    table = args.table or os.environ.get(TABLE_VARIABLE) or DEFAULT_TABLE
     columns, rows = run_query(table, args.query)
     sys.stdout.write(format_result(columns, rows, args.format))
     return 0
@@ -150,13 +150,14 @@ def run_demo(args) -> int:
 
 
 def run_serve(args) -> int:
-    from ..fleet.table import parts
-    from ..errors import UsageError
-    from .serve import run_serve as serve_web
     import argparse
+
+    from ..errors import UsageError
+    from ..fleet.table import TABLE_VARIABLE, parts
+    from .serve import run_serve as serve_web
 
     if not parts(args.table):
         raise UsageError(f"no fleet table at {args.table}", f"make one first: firstfault fleet scan JOBS_ROOT --out {args.table}")
-    os.environ[FLEET_TABLE_VARIABLE] = os.path.abspath(args.table)
+    os.environ[TABLE_VARIABLE] = os.path.abspath(args.table)
     print(f"firstfault: the fleet page is http://{args.host}:{args.port}/fleet", file=sys.stderr)
     return serve_web(argparse.Namespace(host=args.host, port=args.port, db=None, no_history=False))

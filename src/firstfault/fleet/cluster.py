@@ -7,7 +7,8 @@
 The local cluster runs one process per worker with one thread each (the engine is CPU-bound
 Python: threads would share one interpreter lock) and a memory limit per worker, so one huge job
 cannot take the machine: Dask restarts a worker that goes over it and the job is recorded as an
-error. No dashboard port is opened unless asked for.
+error. The scheduler's HTTP endpoint (and dashboard, when bokeh is installed) takes a free port:
+the default 8787 is often taken by another cluster on a shared machine.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import os
 from ..errors import FirstfaultError, UsageError
 
 FLEET_MODULES = ("dask", "distributed", "pyarrow", "duckdb")
+LOCAL_HTTP_ADDRESS = ":0"
 INSTALL_HINT = "pip install -e '.[fleet]' in a checkout, or pip install 'firstfault[fleet]'"
 
 
@@ -40,7 +42,7 @@ def default_workers() -> int:
 
 @contextlib.contextmanager
 def open_client(scheduler: str | None = None, scheduler_file: str | None = None, workers: int | None = None,
-                memory_limit: str = "4GiB", dashboard: bool = False):
+                memory_limit: str = "4GiB"):
     """A connected `distributed.Client`; a LocalCluster it started is closed on exit."""
     require(("dask", "distributed"))
     from distributed import Client, LocalCluster
@@ -63,7 +65,7 @@ def open_client(scheduler: str | None = None, scheduler_file: str | None = None,
     if count < 1:
         raise UsageError(f"--workers {count}: need at least one worker")
     cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, memory_limit=memory_limit,
-                           dashboard_address=":0" if dashboard else None, silence_logs=logging.ERROR)
+                           dashboard_address=LOCAL_HTTP_ADDRESS, silence_logs=logging.ERROR)
     client = Client(cluster)
     try:
         yield client

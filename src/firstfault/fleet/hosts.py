@@ -7,9 +7,10 @@ The test, per host h:
 - w_h: the weighted count of jobs whose failure started on h and is the host's doing
   (hardware.host_fault_weight: hardware 1, node conditions 0.5; code, data and framework
   failures 0, so they never count against a host);
-- base rate p_h: the same weighted failures per job-host everywhere else in the fleet,
-  (W - w_h + 0.5) / (N - n_h + 1), leaving h out so a bad host does not raise its own bar
-  (the 0.5 keeps p_h above 0 in a fleet with no other host faults);
+- base rate p_h: the weighted failures per job-host of the ordinary hosts, (W' + 0.5) / (N' + 1)
+  over every host but h and the suspects found so far, so that neither h nor other bad hosts
+  raise its bar (the 0.5 keeps p_h above 0 in a fleet with no other host faults); the test is
+  repeated with the new suspects left out until the set of suspects stops changing;
 - p-value: P(X >= w_h) for X ~ Binomial(n_h, p_h), the chance an ordinary host in as many jobs
   starts that many failures;
 - h is a suspect when it started such failures in at least `min_jobs` distinct jobs and its
@@ -27,6 +28,7 @@ from .stats import binomial_upper_tail, surprise
 DEFAULT_MIN_JOBS = 3
 DEFAULT_ALPHA = 0.01
 SMOOTHING = 0.5
+MAX_ROUNDS = 10
 
 
 @dataclass
@@ -84,25 +86,31 @@ def host_records(rows: list[dict]) -> dict[str, HostRecord]:
 
 def rank_hosts(rows: list[dict], min_jobs: int = DEFAULT_MIN_JOBS, alpha: float = DEFAULT_ALPHA) -> Ranking:
     records = host_records(rows)
-    total_weight = sum(item.weighted for item in records.values())
-    total_seen = sum(item.jobs_seen for item in records.values())
     tested = max(1, len(records))
     threshold = alpha / tested
-    suspects, watch = [], []
-    for item in records.values():
-        if not item.evidence:
-            continue
-        rate = (total_weight - item.weighted + SMOOTHING) / (total_seen - item.jobs_seen + 1)
-        trials = max(item.jobs_seen, len(item.evidence))
-        p_value = binomial_upper_tail(item.weighted, trials, min(rate, 1.0))
-        entry = _describe(item, rate, p_value)
-        if len(item.evidence) >= min_jobs and p_value < threshold:
-            suspects.append(entry)
-        elif len(item.evidence) >= 2:
-            watch.append(entry)
+    flagged: set[str] = set()
+    for _ in range(MAX_ROUNDS):  # until the suspects (left out of the base rate) stop changing
+        entries = {item.host: _test(item, records, flagged) for item in records.values() if item.evidence}
+        suspects = {host for host, entry in entries.items()
+                    if len(records[host].evidence) >= min_jobs and entry["p_value"] < threshold}
+        if suspects == flagged:
+            break
+        flagged = suspects
     order = lambda entry: (-entry["score"], entry["host"])  # noqa: E731
-    return Ranking(sorted(suspects, key=order), sorted(watch, key=order)[:10], len(records),
-                   total_weight / total_seen if total_seen else 0.0, min_jobs, alpha, threshold)
+    suspect_entries = sorted((entries[host] for host in flagged), key=order)
+    watch = sorted((entry for host, entry in entries.items() if host not in flagged and len(records[host].evidence) >= 2), key=order)
+    total_weight = sum(item.weighted for item in records.values())
+    total_seen = sum(item.jobs_seen for item in records.values())
+    return Ranking(suspect_entries, watch[:10], len(records), total_weight / total_seen if total_seen else 0.0,
+                   min_jobs, alpha, threshold)
+
+
+def _test(item: HostRecord, records: dict[str, HostRecord], flagged: set[str]) -> dict:
+    """The host against the ordinary hosts: every host but itself and the suspects found so far."""
+    others = [other for other in records.values() if other.host != item.host and other.host not in flagged]
+    rate = (sum(other.weighted for other in others) + SMOOTHING) / (sum(other.jobs_seen for other in others) + 1)
+    trials = max(item.jobs_seen, len(item.evidence))
+    return _describe(item, rate, binomial_upper_tail(item.weighted, trials, min(rate, 1.0)))
 
 
 def _describe(item: HostRecord, rate: float, p_value: float) -> dict:

@@ -22,6 +22,10 @@ def _day(iso: str | None) -> str:
     return (iso or "?")[:10]
 
 
+def _plural(number: int, word: str) -> str:
+    return f"{number} {word}{'' if number == 1 else 's'}"
+
+
 def _count(number: int) -> str:
     return f"{number:,}"
 
@@ -66,7 +70,7 @@ def render_terminal(report: dict, color: bool = False) -> str:
     lines = [style("title", f"Fleet report: {report['table'] or 'table'}"), "  " + summary_line(report), ""]
     suspects = report["suspect_hosts"]
     if suspects:
-        lines.append(style("critical", f"✖ {len(suspects)} suspect host(s)") + ": " + test_line(report))
+        lines.append(style("critical", f"✖ {_plural(len(suspects), 'suspect host')}") + ": " + test_line(report))
     else:
         lines.append(style("code", "✔ no suspect host") + ": " + test_line(report))
     for entry in suspects:
@@ -92,11 +96,11 @@ def render_terminal(report: dict, color: bool = False) -> str:
         for week in report["by_week"]:
             bar = "█" * max(0, round(week["failure_rate"] / peak * BAR_WIDTH))
             top = ", ".join(f"{name} {count}" for name, count in list(week["by_class"].items())[:3])
-            lines.append(f"  {week['week']}{week['jobs']:>19}{week['failed']:>8}  {week['failure_rate'] * 100:5.1f}%  {bar}  {top}")
+            lines.append(f"  {week['week']}{week['jobs']:>19}{week['failed']:>8}  {week['failure_rate'] * 100:5.1f}%  {bar}  {top}".rstrip())
     if report["recurring"]:
         lines += ["", style("title", "Recurring failures") + " (same class and first-fault line in 2+ jobs)"]
         for entry in report["recurring"][:SHOWN_RECURRING]:
-            lines.append(f"  {entry['jobs']:>4} jobs  {len(entry['hosts']):>3} hosts  {_day(entry['first_seen'])} -> "
+            lines.append(f"  {entry['jobs']:>4} jobs  {_plural(len(entry['hosts']), 'host'):>9}  {_day(entry['first_seen'])} -> "
                          f"{_day(entry['last_seen'])}  {style('heading', entry['failure_id'])}  [{entry['fingerprint']}]")
             lines.append(f"      {entry['text']}")
         if len(report["recurring"]) > SHOWN_RECURRING:

@@ -85,7 +85,9 @@ def _run(client, todo: list[JobRef], out: str, result: ScanResult, observer) -> 
         by_key[future.key] = job
         return future
 
-    futures = as_completed([submit(job) for _, job in zip(range(window), pending)], with_results=True, raise_errors=False)
+    # the client's own loop: as_completed would otherwise track on the default (latest) client's loop
+    futures = as_completed([submit(job) for _, job in zip(range(window), pending)], loop=client.loop,
+                           with_results=True, raise_errors=False)
     try:
         for future, value in futures:
             job = by_key.pop(future.key)

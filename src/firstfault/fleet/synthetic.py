@@ -74,7 +74,7 @@ def make_fleet(out: str | Path, jobs: int = 200, hosts: int = 40, bad_hosts: int
         truth_jobs[job_id] = {
             "outcome": plan.outcome, "hosts": plan.hosts, "hardware": plan.outcome in HARDWARE_KINDS,
             "initiating_host": plan.hosts[plan.fault.node] if plan.fault and plan.outcome != "python-import-error" else None,
-            "started": plan.started,
+            "started": plan.started, "ended": plan.ended, "fault_at": plan.fault.at if plan.fault else None,
         }
     truth = {"seed": seed, "hosts": names, "decoy_host": decoy,
              "bad_hosts": {host: {"kind": value["kind"], "onset": value["onset"]} for host, value in bad.items()},

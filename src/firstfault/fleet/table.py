@@ -19,6 +19,7 @@ from pathlib import Path
 from ..errors import UsageError
 
 TABLE_SCHEMA = "firstfault.fleet-table/1"
+TABLE_VARIABLE = "FIRSTFAULT_FLEET_TABLE"  # the table `fleet sql` and the web app's /fleet page read by default
 PART_GLOB = "*.parquet"
 TIME_COLUMNS = ("scanned_at", "modified_at", "first_fault_time")
 COLUMNS = (
