@@ -18,7 +18,7 @@ The test, per host h:
 """
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 
 from .hardware import host_fault_weight
@@ -132,21 +132,3 @@ def _describe(item: HostRecord, rate: float, p_value: float) -> dict:
         "evidence": evidence,
         "commands": host_commands(item.host, classes),
     }
-
-
-def blamed_classes(ranking: Ranking) -> set[str]:
-    """Every failure class that counts against some suspect host (for the checks of the tests and the bench)."""
-    return {failure for suspect in ranking.suspects for failure in suspect["classes"]}
-
-
-def suspects_by_host(ranking: Ranking) -> dict[str, dict]:
-    return {entry["host"]: entry for entry in ranking.suspects}
-
-
-def per_host_failures(rows: list[dict]) -> dict[str, Counter]:
-    """host -> Counter of every failure class that started on it (host-level or not), for reports."""
-    result: dict[str, Counter] = defaultdict(Counter)
-    for row in rows:
-        if row.get("status") == "failure" and row.get("initiating_host"):
-            result[row["initiating_host"]][row.get("failure_id")] += 1
-    return result

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from ..fleet.table import TABLE_VARIABLE
@@ -50,10 +50,14 @@ def fleet_page(request: Request, min_jobs: int = 3, alpha: float = 0.01):
                   classes=class_chart(report))
 
 
-@router.get("/api/fleet/report", summary="The fleet report of the server's fleet table",
+MIN_JOBS = Query(3, description="a suspect host started host-level failures in at least this many jobs")
+ALPHA = Query(0.01, description="family-wise error rate of the host test (Bonferroni over the hosts)")
+
+
+@router.get("/api/fleet/report", tags=["fleet"], summary="The fleet report of the server's fleet table",
             description="The JSON document of `firstfault fleet report --format json` (schema firstfault.fleet-report/1) "
                         "for the table the server was started with (`firstfault fleet serve TABLE`).")
-def fleet_report_api(min_jobs: int = 3, alpha: float = 0.01):
+def fleet_report_api(min_jobs: int = MIN_JOBS, alpha: float = ALPHA):
     report = _report(min_jobs, alpha)
     if report is None:
         raise InputRejected(404, "no_fleet_table", "this server has no fleet table",
