@@ -1,4 +1,11 @@
-"""Score the engine on labelled cases (the format of shared/corpus/README.md)."""
+"""Score the engine on labelled cases (`case.yaml` + `logs/`, see docs/corpus.md).
+
+A diagnosis is right for a case when its primary failure (the core class or the specific entry)
+is the expected class or one of `also_acceptable`, and, where the case names them, the
+initiating rank and host are the ones it names. Every case also has a verdict line
+(`id class rank host`) so a committed file of them works as a ratchet: a change shows exactly
+which cases moved.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,12 +26,17 @@ class CaseResult:
     got_class: str
     got_rank: int | None
     error: str = ""
+    got_entry: str = ""
+    expected_host: str | None = None
+    got_host: str | None = None
+    known_miss: str = ""  # why the case is knowingly missed (its case.yaml says so)
 
     @property
     def class_ok(self) -> bool:
         if self.expected_class == "healthy":
             return self.got_class == "healthy"
-        return self.got_class in (self.expected_class, *self.acceptable)
+        accepted = (self.expected_class, *self.acceptable)
+        return self.got_class in accepted or (bool(self.got_entry) and self.got_entry in accepted)
 
     @property
     def rank_scored(self) -> bool:
@@ -35,8 +47,25 @@ class CaseResult:
         return self.got_rank == self.expected_rank
 
     @property
+    def host_scored(self) -> bool:
+        return self.expected_class != "healthy" and bool(self.expected_host)
+
+    @property
+    def host_ok(self) -> bool:
+        return self.got_host == self.expected_host
+
+    @property
     def correct(self) -> bool:
-        return self.class_ok and (not self.rank_scored or self.rank_ok)
+        return (self.class_ok and (not self.rank_scored or self.rank_ok)
+                and (not self.host_scored or self.host_ok))
+
+    @property
+    def verdict_line(self) -> str:
+        """`id class rank host`: what the engine said, `-` for none."""
+        shown_class = self.got_entry if self.got_entry and self.got_entry != self.got_class else ""
+        klass = f"{self.got_class}/{shown_class}" if shown_class else self.got_class
+        rank = "-" if self.got_rank is None else str(self.got_rank)
+        return f"{self.case_id} {klass} {rank} {self.got_host or '-'}"
 
 
 def find_cases(roots: list[str]) -> list[Path]:
@@ -58,15 +87,19 @@ def evaluate_case(case_dir: Path) -> CaseResult:
     spec = yaml.safe_load((case_dir / "case.yaml").read_text(encoding="utf-8"))
     expect = spec.get("expect") or {}
     expected = expect.get("class", "healthy")
+    got_entry, got_host = "", None
     try:
         diagnosis = diagnose_paths([str(case_dir / "logs")])
         got_class = diagnosis.primary.class_id if diagnosis.primary else diagnosis.status
+        got_entry = diagnosis.primary.failure_id if diagnosis.primary else ""
         got_rank = diagnosis.initiating.rank if diagnosis.initiating else None
+        got_host = diagnosis.initiating.host if diagnosis.initiating else None
         error = ""
     except FirstfaultError as exc:
         got_class, got_rank, error = "error", None, exc.message
     return CaseResult(spec.get("id", case_dir.name), expected, tuple(expect.get("also_acceptable") or ()),
-                      expect.get("initiating_rank"), got_class, got_rank, error)
+                      expect.get("initiating_rank"), got_class, got_rank, error, got_entry,
+                      expect.get("initiating_host"), got_host, str(spec.get("known_miss") or ""))
 
 
 @dataclass(frozen=True)
@@ -86,6 +119,11 @@ class Score:
         return self._ratio(sum(r.rank_ok for r in scored), len(scored))
 
     @property
+    def host_accuracy(self) -> float:
+        scored = [r for r in self.results if r.host_scored]
+        return self._ratio(sum(r.host_ok for r in scored), len(scored))
+
+    @property
     def healthy_false_alarms(self) -> int:
         return sum(1 for r in self.results if r.expected_class == "healthy" and r.got_class != "healthy")
 
@@ -93,6 +131,26 @@ class Score:
     def misses(self) -> list[CaseResult]:
         return [r for r in self.results if not r.correct]
 
+    @property
+    def unexpected_misses(self) -> list[CaseResult]:
+        """Misses whose case does not say it is knowingly missed."""
+        return [r for r in self.misses if not r.known_miss]
+
+    def verdict_lines(self) -> list[str]:
+        return [result.verdict_line for result in self.results]
+
 
 def evaluate(roots: list[str]) -> Score:
     return Score(tuple(evaluate_case(case) for case in find_cases(roots)))
+
+
+def verdict_changes(expected_lines: list[str], actual_lines: list[str]) -> list[str]:
+    """The differences between a committed verdict file and today's verdicts, one per case."""
+    expected = {line.split(" ", 1)[0]: line for line in expected_lines if line.strip() and not line.startswith("#")}
+    actual = {line.split(" ", 1)[0]: line for line in actual_lines}
+    changes = []
+    for case_id in sorted(expected.keys() | actual.keys()):
+        before, after = expected.get(case_id), actual.get(case_id)
+        if before != after:
+            changes.append(f"{case_id}: was '{before or '(no line)'}', now '{after or '(no case)'}'")
+    return changes

@@ -136,6 +136,15 @@ class InputSummary:
 
 
 @dataclass(frozen=True)
+class Because:
+    """One step of the reasoning: which rule decided what, and the lines it used."""
+
+    rule: str  # a stable rule id (firstfault.correlate.rules)
+    text: str  # one short sentence
+    evidence: tuple[tuple[str, int], ...] = ()  # (source, line) pairs
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     status: str  # failure | healthy | unknown
     primary: Finding | None
@@ -146,3 +155,6 @@ class Diagnosis:
     notes: tuple[str, ...] = ()  # caveats: uncertain order, how the rank was named
     error_lines: tuple[Evidence, ...] = ()  # for `unknown`: the most likely error lines
     fix_values: dict = field(default_factory=dict)  # placeholders filled from the log
+    because: tuple[Because, ...] = ()  # the reasoning, in order
+    action: str | None = None  # restart | exclude-host-and-restart | fix-and-rerun; None when healthy
+    action_detail: dict = field(default_factory=dict)  # hosts and commands for exclude-host-and-restart

@@ -15,9 +15,11 @@ from functools import lru_cache
 
 from .correlate import correlate
 from .correlate.dumps_join import join_dump_report
+from .correlate.relations import relations_of
 from .ingest.error_records import error_record_input
-from .correlate.hangs import TIMEOUT_ENTRY as PEER_CRASH
-from .correlate.ranks import hosts_seen, pid_ranks, ranks_seen, resolve
+from .correlate.ids import PEER_CRASH
+from .correlate.hosts import job_hosts
+from .correlate.ranks import hosts_seen, local_world_size, pid_ranks, ranks_seen, resolve, stream_activity
 from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
 from .kb import load_knowledge_base
@@ -71,7 +73,7 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
         skipped = list(skipped) + [Skipped(path, reason) for path, reason in report.skipped]
     inputs = [error_record_input(item) or item for item in inputs]  # torchelastic / firstfault error files
     scans = scan_inputs(inputs, kb, observer)
-    diagnosis = join_dump_report(diagnose_scans(scans, skipped), report)
+    diagnosis = join_dump_report(diagnose_scans(scans, skipped, kb=kb), report)
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis  # after the join: dump notes name files too
 
 
@@ -91,7 +93,7 @@ def _dump_report(inputs: list[InputFile]):
     return report
 
 
-def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_hosts: bool = False) -> Diagnosis:
+def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_hosts: bool = False, kb=None) -> Diagnosis:
     """Correlate what the scans found into one Diagnosis."""
     read = [scan for scan in scans if not scan.error]
     all_skipped = list(skipped) + [Skipped(scan.input.display, scan.error) for scan in scans if scan.error]
@@ -114,7 +116,9 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     single_process = (set(summary.ranks) <= {0} and len(summary.hosts) <= 1
                       and not any(_peer_failed(match) for match in matches))
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
-    diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches))
+    diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches),
+                          relations_of(kb or load_knowledge_base()), stream_activity(read, matches),
+                          job_hosts(matches, local_world_size(read)))
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
 
 
@@ -157,8 +161,14 @@ def _mask_hosts(diagnosis: Diagnosis) -> Diagnosis:
                      files=tuple(masker.mask_text(f, hosts) for f in diagnosis.inputs.files),
                      skipped=tuple(replace(s, source=masker.mask_text(s.source, hosts), reason=masker.mask_text(s.reason, hosts))
                                    for s in diagnosis.inputs.skipped))
+    because = tuple(replace(item, text=masker.mask_text(item.text, hosts),
+                            evidence=tuple((masker.mask_text(source, hosts), line) for source, line in item.evidence))
+                    for item in diagnosis.because)
+    action_detail = {key: [masker.mask_text(str(value), hosts) for value in values]
+                     for key, values in diagnosis.action_detail.items()}
     return replace(
-        diagnosis, primary=finding(diagnosis.primary), initiating=evidence(diagnosis.initiating),
+        diagnosis, because=because, action_detail=action_detail,
+        primary=finding(diagnosis.primary), initiating=evidence(diagnosis.initiating),
         collateral=tuple(finding(item) for item in diagnosis.collateral),
         candidates=tuple(finding(item) for item in diagnosis.candidates), inputs=inputs,
         notes=tuple(masker.mask_text(note, hosts) for note in diagnosis.notes),

@@ -41,12 +41,12 @@ def test_healthy_exit_zero(tmp_path):
 
 def test_unknown_failure_lists_error_lines(tmp_path):
     log = tmp_path / "train.log"
-    log.write_text("step 1\nSegmentation fault (core dumped)\n")
+    log.write_text("step 1\nthe trainer exited with exit code 3\n")
     result = run_cli("diagnose", str(log), "--format", "json")
     assert result.returncode == 1
     report = json.loads(result.stdout)
     assert report["status"] == "unknown" and report["primary"] is None
-    assert "Segmentation fault" in report["error_lines"][0]["text"]
+    assert "exit code 3" in report["error_lines"][0]["text"]
 
 
 def test_terminal_and_markdown_lead_with_the_answer(assert_log_dir):

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..model import Diagnosis, Evidence, Finding
+from .ids import MISMATCH, PEER_CRASH, STRAGGLER, UNEVEN
 
-HANG_CLASSES = ("collective-timeout-straggler", "collective-timeout-peer-crash", "collective-mismatch",
-                "uneven-batches-hang")
+HANG_CLASSES = (STRAGGLER, PEER_CRASH, MISMATCH, UNEVEN)
 DUMP_CONFIDENCE = 0.85
 
 
@@ -44,5 +44,5 @@ def join_dump_report(diagnosis: Diagnosis, report) -> Diagnosis:
 def _class_from(report) -> str:
     recorder = report.flight_recorder
     if recorder is not None and recorder.mismatch:
-        return "collective-mismatch"
-    return "collective-timeout-straggler"
+        return MISMATCH
+    return STRAGGLER

@@ -1,15 +1,22 @@
 """Resolve who wrote each hit: global rank and host, using what every file's census learned.
 
 A `[default3]:` prefix is a LOCAL rank: it becomes global through the file's own
-`[default3]:[rank11]:` pairs, else node rank x local world size (node rank from the file name),
-else (single node) the local rank itself.
+`[default3]:[rank11]:` pairs, else node rank x local world size (node rank from the file name, an
+srun task label around a per-node launcher, or the launcher's own per-node report), else (single
+node) the local rank itself.
+
+Hosts: a line's own prefix (pdsh, NCCL, syslog, Ray) first; then the host of the file. A file's
+host is a name in its path that the logs' own text also names as a host (`node-2/dmesg.txt` when
+a line says `node-2: ...`); without such a confirmation, a kernel log's or a per-node file's name
+(several files, each naming a different host); else the one host its NCCL lines name.
 """
 from __future__ import annotations
 
+import ast
 from collections import Counter
 
-from ..ingest.attribution import device_mentioned, rank_mentioned
-from ..match.context import LAUNCHER_FAILED, LAUNCHER_NODE
+from ..ingest.attribution import device_mentioned, is_system_log, path_names, rank_mentioned
+from ..match.context import HOST_SIGNATURES, LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC, LAUNCHER_WORLD
 from ..match.scanner import FileScan, RawHit
 from ..model import LogLine, Match, Origin
 
@@ -17,8 +24,12 @@ from ..model import LogLine, Match, Origin
 def local_world_size(scans: list[FileScan]) -> int | None:
     highest = [max(scan.local_ranks) for scan in scans if scan.local_ranks]
     from_dirs = [scan.hints.local_rank for scan in scans if scan.hints.local_rank is not None]
-    candidates = highest + from_dirs
-    return max(candidates) + 1 if candidates else None
+    candidates = [value + 1 for value in highest + from_dirs]
+    declared = Counter(int(hit.captures.get("nproc") or hit.captures.get("procs"))
+                       for scan in scans for hit in scan.hits if hit.signature.name == LAUNCHER_NPROC)
+    if declared:
+        candidates.append(declared.most_common(1)[0][0])
+    return max(candidates) if candidates else None
 
 
 def _file_offset(scan: FileScan, world: int | None) -> int | None:
@@ -31,20 +42,52 @@ def _file_offset(scan: FileScan, world: int | None) -> int | None:
     return None
 
 
+def content_hosts(scans: list[FileScan]) -> set[str]:
+    """Hosts the logs' own text names: line prefixes, NCCL lines, and lines that name a host."""
+    hosts = set()
+    for scan in scans:
+        hosts.update(scan.nccl_hosts.values())
+        for hit in scan.hits:
+            if hit.prefix.host:
+                hosts.add(hit.prefix.host)
+            if hit.signature.name in HOST_SIGNATURES and hit.captures.get("host"):
+                hosts.add(hit.captures["host"])
+    return hosts
+
+
+def file_hosts(scans: list[FileScan]) -> dict[str, str | None]:
+    """display name -> the host the file came from, when the logs show it."""
+    named = content_hosts(scans)
+    heuristic = {scan.input.display: scan.hints.host for scan in scans}
+    per_node_files = len({host for host in heuristic.values() if host}) > 1
+    hosts = {}
+    for scan in scans:
+        confirmed = next((name for name in path_names(scan.input.relative) if name in named), None)
+        guess = heuristic[scan.input.display] if (per_node_files or is_system_log(scan.input.relative)) else None
+        if confirmed is None and guess is None and is_system_log(scan.input.relative):
+            guess = next((name for name in path_names(scan.input.relative)[1:2] if name and name[-1:].isdigit()), None)
+        own_nccl = set(scan.nccl_hosts.values())
+        hosts[scan.input.display] = confirmed or guess or (next(iter(own_nccl)) if len(own_nccl) == 1 else None)
+    return hosts
+
+
 def resolve(scans: list[FileScan]) -> list[Match]:
     """Every hit of every file as a Match with its Origin, in input order."""
     world = local_world_size(scans)
     any_node_hints = any(scan.hints.node_rank is not None for scan in scans)
     host_offsets = _host_offsets(scans)
+    hosts = file_hosts(scans)
+    several = len(set().union(*(scan.global_ranks | scan.local_ranks for scan in scans))) > 1 or len(scans) > 1
     matches: list[Match] = []
     order = 0
     for scan in scans:
         offset = _file_offset(scan, world)
         if offset is None and not any_node_hints and not host_offsets:
             offset = 0  # single node: local rank == global rank
+        context = _FileContext(scan, world, hosts[scan.input.display], several)
         for hit in scan.hits:
             host = hit.prefix.host
-            rank, host = _who(hit, scan, host_offsets.get(host, offset) if host else offset)
+            rank, host = context.who(hit, host_offsets.get(host, offset) if host else offset)
             origin = Origin(source=scan.input.display, line=hit.line, rank=rank, host=host,
                             time=hit.time, time_inherited=hit.time_inherited)
             matches.append(Match(hit.signature, LogLine(hit.text, origin), hit.captures, order))
@@ -53,32 +96,60 @@ def resolve(scans: list[FileScan]) -> list[Match]:
 
 
 def _host_offsets(scans: list[FileScan]) -> dict[str, int]:
-    """host -> node_rank x local processes, from the launcher's per-node report lines."""
+    """host -> node_rank x local processes, from the launcher's per-node report lines and
+    DeepSpeed's WORLD INFO DICT (hosts in node-rank order, each with its local ranks)."""
     offsets = {}
     for scan in scans:
         for hit in scan.hits:
             if hit.signature.name == LAUNCHER_NODE and hit.prefix.host:
                 offsets[hit.prefix.host] = int(hit.captures["node_rank"]) * int(hit.captures["local_procs"])
+            elif hit.signature.name == LAUNCHER_WORLD and not offsets:
+                offsets.update(_world_info_offsets(hit.captures["world"]))
     return offsets
 
 
-def _who(hit: RawHit, scan: FileScan, offset: int | None) -> tuple[int | None, str | None]:
-    prefix = hit.prefix
-    local = prefix.local_rank if prefix.local_rank is not None else scan.hints.local_rank
-    if hit.signature.name in LAUNCHER_FAILED:
-        local = int(hit.captures["local"])  # the launcher names the local rank that failed
-    rank = prefix.rank
-    if rank is None and local is not None and offset is not None:
-        rank = local + offset
-    if rank is None:
-        rank = scan.hints.rank
-    if rank is None:
-        rank = rank_mentioned(hit.text[prefix.offset:])
-    if rank is None and offset is not None:
-        device = device_mentioned(hit.text)
-        rank = device + offset if device is not None else None
-    host = prefix.host or (scan.nccl_hosts.get(local) if local is not None else None) or scan.hints.host
-    return rank, host
+def _world_info_offsets(text: str) -> dict[str, int]:
+    try:
+        world = ast.literal_eval("{" + text + "}")
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return {}
+    offsets, total = {}, 0
+    for host, local_ranks in world.items() if isinstance(world, dict) else ():
+        if isinstance(host, str) and isinstance(local_ranks, (list, tuple)):
+            offsets[host] = total
+            total += len(local_ranks)
+    return offsets
+
+
+class _FileContext:
+    """What one file's census and path say about the lines in it."""
+
+    def __init__(self, scan: FileScan, world: int | None, host: str | None, several_processes: bool) -> None:
+        self.scan, self.world, self.host, self.several = scan, world, host, several_processes
+
+    def who(self, hit: RawHit, offset: int | None) -> tuple[int | None, str | None]:
+        scan, prefix = self.scan, hit.prefix
+        local = prefix.local_rank if prefix.local_rank is not None else scan.hints.local_rank
+        rank = prefix.rank
+        if hit.signature.name in LAUNCHER_FAILED:
+            local = int(hit.captures["local"])  # the launcher names the local rank that failed
+            if prefix.task is not None and rank == prefix.task:
+                rank = None  # the srun task around a launcher's report is its node, not a rank
+        if prefix.task is not None and local is not None and rank is None and self.world:
+            offset = prefix.task * self.world  # srun started one launcher per node: task = node
+        if rank is None and local is not None and offset is not None:
+            rank = local + offset
+        if rank is None:
+            rank = scan.hints.rank
+        if rank is None:
+            rank = rank_mentioned(hit.text[prefix.offset:])
+        if rank is None and offset is not None and self.several:
+            # a device index names a local rank only when there are several processes: one
+            # process on GPU 3 (CUDA_VISIBLE_DEVICES=3) is not rank 3
+            device = device_mentioned(hit.text)
+            rank = device + offset if device is not None else None
+        host = prefix.host or (scan.nccl_hosts.get(local) if local is not None else None) or self.host
+        return rank, host
 
 
 def ranks_seen(scans: list[FileScan], matches: list[Match]) -> list[int]:
@@ -98,19 +169,68 @@ def hosts_seen(scans: list[FileScan], matches: list[Match]) -> list[str]:
     hosts = {match.line.origin.host for match in matches if match.line.origin.host}
     for scan in scans:
         hosts.update(scan.nccl_hosts.values())
-        if scan.hints.host:
-            hosts.add(scan.hints.host)
+    hosts.update(host for host in file_hosts(scans).values() if host)
     return sorted(hosts)
 
 
 def pid_ranks(scans: list[FileScan], matches: list[Match]) -> dict[int, int]:
-    """pid -> global rank: from Ray worker file names (a file whose lines name one rank) and
-    from launcher reports (`local_rank: 2 (pid: 71212)`)."""
+    """pid -> global rank: from Ray worker file names (a file whose lines name one rank), from
+    worker prefixes followed by the rank the worker logs (`(PolicyWorker pid=88231) [rank3]`), from
+    launcher reports (`local_rank: 2 (pid: 71212)`), and from the order in which a per-node
+    launcher lists its workers (DeepSpeed's `Killing subprocess P`, one line per local rank)."""
     mapping: dict[int, int] = {}
     for scan in scans:
         if scan.hints.pid is not None and len(scan.global_ranks) == 1:
             mapping[scan.hints.pid] = next(iter(scan.global_ranks))
+        for pid, rank in scan.worker_pids.items():
+            mapping.setdefault(pid, rank)
     for match in matches:
         if match.signature.name in LAUNCHER_FAILED and match.captures.get("pid") and match.line.origin.rank is not None:
             mapping.setdefault(int(match.captures["pid"]), match.line.origin.rank)
+    offsets = _host_offsets(scans)
+    listed: dict[str | None, list[int]] = {}
+    for match in matches:
+        if match.signature.name == "deepspeed-killing-subprocess" and match.captures.get("pid"):
+            pids = listed.setdefault(match.line.origin.host, [])
+            if int(match.captures["pid"]) not in pids:
+                pids.append(int(match.captures["pid"]))
+    for host, pids in listed.items():
+        base = offsets.get(host, 0) if host is not None else 0
+        for local, pid in enumerate(sorted(pids)):
+            mapping.setdefault(pid, base + local)
     return mapping
+
+
+def stream_activity(scans: list[FileScan], matches: list[Match]) -> list:
+    """What each rank stream printed last (the scans' tails), with its global rank and host."""
+    from .activity import StreamActivity, StreamLine
+
+    world = local_world_size(scans)
+    hosts = file_hosts(scans)
+    file_ranks: dict[str, Counter] = {}
+    for match in matches:
+        if match.line.origin.rank is not None:
+            file_ranks.setdefault(match.line.origin.source, Counter())[match.line.origin.rank] += 1
+    activity = []
+    for scan in scans:
+        offset = _file_offset(scan, world)
+        for stream, lines in scan.tails.items():
+            if stream is None:
+                rank = scan.hints.rank
+                if rank is None and len(scan.global_ranks) == 1:
+                    rank = next(iter(scan.global_ranks))
+                if rank is None and len(file_ranks.get(scan.input.display, ())) == 1:
+                    rank = next(iter(file_ranks[scan.input.display]))
+                host = hosts[scan.input.display]
+            else:
+                host, index = stream
+                host = host or hosts[scan.input.display]
+                if index in scan.local_ranks and offset is not None:
+                    rank = index + offset
+                else:
+                    rank = index
+            activity.append(StreamActivity(scan.input.display, rank, host,
+                                           tuple(StreamLine(line, time, text) for line, time, text in lines),
+                                           stream is None and len(scan.tails) > 1,
+                                           tuple(StreamLine(*item) for item in scan.progress_tails.get(stream, ()))))
+    return activity

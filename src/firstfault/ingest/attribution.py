@@ -1,6 +1,7 @@
 """Who wrote a line: rank, local rank and host, from line prefixes and from file paths.
 
-Line prefixes (they nest, outermost first): `srun --label` (`3: `), pdsh/DeepSpeed host
+Line prefixes (they nest, outermost first): `srun --label` (`3: `), Open MPI / Horovod
+(`[1,3]<stderr>:` = job, GLOBAL rank), pdsh/DeepSpeed host
 (`node-7: `), torchrun `--tee` (`[default3]:` = role + LOCAL rank), the c10d excepthook
 (`[rank3]:` = GLOBAL rank), Ray actor prefixes (`(RayTrainWorker pid=12, ip=10.0.0.5)`), NCCL
 (`host:pid:tid [local_rank] NCCL INFO`), syslog (`Dec  2 16:46:31 host kernel:`).
@@ -16,13 +17,15 @@ from pathlib import PurePath
 _SRUN = re.compile(r"\s{0,3}(\d{1,5}): ")
 _HOST = re.compile(r"([A-Za-z][A-Za-z0-9_.-]{0,62}\d[A-Za-z0-9_.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}): ")
 _GLOBAL = re.compile(r"\[rank(\d{1,6})\]:")
+# Open MPI's --tag-output / Horovod: `[1,3]<stderr>:` (job id, rank) and older `[3]<stdout>:`
+_MPI = re.compile(r"\[(?:\d{1,6},)?(\d{1,6})\]<std(?:out|err)>:")
 _LOCAL = re.compile(r"\[([A-Za-z_][A-Za-z_-]*?)(\d{1,4})\]:")
 # Ray / vLLM process prefixes: `(RayTrainWorker pid=12, ip=10.0.0.5)`, `(VllmWorker TP1 pid=3523)`
 _RAY = re.compile(r"\((?:[A-Za-z_][\w.]*,? )?(?:(?:TP|PP|DP|EP|rank)[ =]?(?P<index>\d{1,4}),? )?pid=\d+(?:, ip=(?P<ip>[\d.]+))?\)\s?")
 _NCCL = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d{1,3})\] NCCL ")
 _SYSLOG_HOST = re.compile(
     r"(?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-][\d:]+)?) (\S+) (?:kernel|slurmd|slurmstepd|systemd)")
-_RANK_IN_TEXT = re.compile(r"\b(?:on |global )?[Rr]ank[ =:]\s?(\d{1,6})\b")
+_RANK_IN_TEXT = re.compile(r"\b(?:on |global )?[Rr]ank[ =:]\s?(\d{1,6})\b|\[rank(\d{1,6})\]")
 # A device index in a message ("GPU 1;", "cuda:1", "device 1") names a LOCAL rank under the
 # usual one-process-per-GPU launch.
 _DEVICE_IN_TEXT = re.compile(r"\(GPU (\d{1,2})[;)]|\bGPU (\d{1,2}) has a total capacity|\bcuda:(\d{1,2})\b|\bdevice[ =](\d{1,2})\b")
@@ -66,7 +69,7 @@ def parse_prefix(line: str) -> LinePrefix:
             task = int(match.group(1))
             position = match.end()
             continue
-        match = _GLOBAL.match(line, position)
+        match = _GLOBAL.match(line, position) or _MPI.match(line, position)
         if match:
             rank = int(match.group(1))
             position = match.end()
@@ -97,8 +100,10 @@ def parse_prefix(line: str) -> LinePrefix:
         match = _SYSLOG_HOST.search(line, position, position + 80)
         if match:
             host = match.group(1)
-    if rank is None and task is not None:
-        rank = task  # srun --label prints the task id, which is the global rank under srun
+    if rank is None and local_rank is None and task is not None:
+        # srun --label prints the task id: the global rank when srun starts one task per rank; with
+        # a local-rank prefix inside it, srun started one launcher per node and the task is the node
+        rank = task
     return LinePrefix(rank=rank, local_rank=local_rank, host=host, task=task, offset=position)
 
 
@@ -133,15 +138,37 @@ def hints_from_path(relative: str) -> PathHints:
 
 
 def _rank_from_name(name: str) -> int | None:
-    stem = name.split(".")[0]
-    for pattern in _FILE_RANK:
-        match = pattern.search(stem)
-        if match:
-            return int(match.group(1))
+    """`rank3.log`, `stdout.rank5.log`, `worker-03.err`: each dot-separated part is tried."""
+    for stem in name.split(".")[:-1] or [name]:
+        for pattern in _FILE_RANK:
+            match = pattern.search(stem)
+            if match:
+                return int(match.group(1))
     return None
 
 
 _KIND_PREFIX = re.compile(r"(?i)^(?:dmesg|syslog|kern|kernel|messages|journal(?:ctl)?(?:-k)?|ifconfig|ip-addr|nvidia-smi|show[_-]gids|ibstat|ibv[_-]devinfo)[_-]")
+
+
+def path_names(relative: str) -> list[str]:
+    """Every name in a path that could be a host's, file name first: what a host named in the
+    logs' own text is compared with (`node-2/dmesg.txt`, `dmesg-node-2.txt`, `slurm-7-gpu-023.out`)."""
+    names = []
+    for part in reversed(PurePath(relative).parts):
+        stem = _KIND_PREFIX.sub("", re.sub(r"(?i)^ray-session-", "", part.split(".txt")[0].split(".log")[0].split(".out")[0].split(".err")[0]))
+        for piece in [stem, *stem.split("_")]:
+            dashes = [0] + [index + 1 for index, char in enumerate(piece) if char == "-"]
+            names.extend(piece[start:] for start in dashes if piece[start:] and piece[start:] not in names)
+    return names
+
+
+def is_system_log(relative: str) -> bool:
+    """A kernel or system log (dmesg, syslog, journal): its file or folder names the host it came from."""
+    return any(_KIND_PREFIX.match(part) or part.split(".")[0].lower() in _SYSTEM_LOG_NAMES
+               for part in PurePath(relative).parts[-1:])
+
+
+_SYSTEM_LOG_NAMES = {"dmesg", "syslog", "kern", "kernel", "messages", "journal", "journalctl"}
 
 
 def _host_from_parts(parts: tuple[str, ...]) -> str | None:
@@ -159,7 +186,7 @@ def _host_from_parts(parts: tuple[str, ...]) -> str | None:
 def rank_mentioned(text: str) -> int | None:
     """A rank named in the message itself ("rank 3", "Rank=3"), used as a last resort."""
     match = _RANK_IN_TEXT.search(text)
-    return int(match.group(1)) if match else None
+    return int(match.group(1) or match.group(2)) if match else None
 
 
 def device_mentioned(text: str) -> int | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import KnowledgeBaseError, Problem, UnknownEntryError
 from ..model import Entry, Signature
+from .classes import check_class_list
 # YAML (and the schema checks that use it) are imported where entries are parsed: a run served
 # from the cache (kb/cache.py) never needs them.
 
@@ -161,9 +162,14 @@ def _check_cross_entry(entries: list[Entry]) -> list[Problem]:
         by_id.setdefault(entry.id, entry)
     for entry in entries:
         problems.extend(_check_core_class(entry, by_id))
-        for related in entry.get("related") or ():
-            if related not in ids:
-                problems.append(Problem(entry.path, line_of(entry.data, "related"), f"related id {related!r} has no entry"))
+        for key in ("related", "explains"):
+            for other in entry.get(key) or ():
+                if other not in ids:
+                    problems.append(Problem(entry.path, line_of(entry.data, key), f"{key} id {other!r} has no entry"))
+                elif other == entry.id:
+                    problems.append(Problem(entry.path, line_of(entry.data, key), f"{key} names the entry itself"))
+                elif key == "explains" and entry.id in (by_id[other].get("explains") or ()):
+                    problems.append(Problem(entry.path, line_of(entry.data, key), f"{entry.id!r} and {other!r} explain each other: one must be the cause"))
         for old in entry.get("redirect_from") or ():
             if old in ids or old in seen_old:
                 problems.append(Problem(entry.path, line_of(entry.data, "redirect_from"), f"redirect {old!r} is already an id or redirect"))
@@ -209,6 +215,7 @@ def check_entries(root: Path = ENTRIES_DIR) -> tuple[list[Entry], list[Problem]]
             problems.extend(_check_examples(entry))
             entries.append(entry)
     problems.extend(_check_cross_entry(entries))
+    problems.extend(check_class_list(entries))
     return entries, problems
 
 

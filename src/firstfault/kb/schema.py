@@ -23,6 +23,8 @@ FIX_STACKS = (
     "general", "pytorch", "hf-trainer", "hf-accelerate", "deepspeed", "megatron-lm", "vllm",
     "nccl", "slurm", "kubernetes", "docker", "ray",
 )
+ACTIONS = ("restart", "exclude-host-and-restart", "fix-and-rerun")
+DEFAULT_ACTION = "fix-and-rerun"
 ID_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 URL_PATTERN = re.compile(r"https?://[^\s/]+\.[^\s]+")
 
@@ -131,6 +133,8 @@ FIELDS: dict[str, Field] = {
     "tags": Field(True, _non_empty(_list_of_text)),
     "related": Field(False, _list_of_text),
     "core_class": Field(False, _text),
+    "explains": Field(False, _list_of_text),  # failures this one causes on other ranks or later
+    "action": Field(False, _one_of(ACTIONS)),  # what to do with the job; default fix-and-rerun
     "redirect_from": Field(False, _list_of_text),
     "summary": Field(True, _text),
     "mechanism": Field(True, _text),

@@ -18,8 +18,12 @@ from ..ingest.timestamps import Clock
 from ..mask import mask_secrets
 from ..model import Signature
 from .compiler import Matcher
+from .progress_lines import is_progress
 
 TIME_LOOKBACK_LINES = 60
+TAIL_LINES = 8  # the last lines kept of each rank stream: what it was doing when it stopped
+TAIL_WALK_LINES = 300  # lines walked back from a block's end to find them (more for many streams)
+PROGRESS_TAIL_LINES = 4  # and its last progress lines (steps, loss) within that walk
 
 # Launcher prefixes, counted per block so ranks/hosts seen and local->global maps are known.
 # Written to start with a newline (the block gets one in front) so the regex engine jumps from
@@ -27,6 +31,9 @@ TIME_LOOKBACK_LINES = 60
 _PREFIXES = rb"(?:\s{0,3}\d{1,5}: )?(?:[\w.-]{1,64}: )?"
 _CENSUS = re.compile(rb"\n" + _PREFIXES + rb"\[([A-Za-z_-]*?)(\d{1,6})\]:(?:\[rank(\d{1,6})\]:)?")
 _SRUN_CENSUS = re.compile(rb"\n\s{0,3}(\d{1,5}): ")
+# Ray / vLLM worker prefixes followed by the rank the worker logs: `(PolicyWorker pid=88231) [rank3]`
+_PID_RANK_CENSUS = re.compile(rb"\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:, ip=[\d.]{7,15})?\) \[[Rr]ank ?(\d{1,6})\]")
+_MPI_CENSUS = re.compile(rb"\n\[(?:\d{1,6},)?(\d{1,6})\]<std(?:out|err)>:")
 _NCCL_LINE = re.compile(
     rb"\n(?:\s{0,3}\d{1,5}: )?(?:\[[^\]\n]{1,40}\]:)*(?:[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]{0,63}):(\d+):\d+ \[(\d{1,3})\] NCCL ")
 _NCCL_LOCAL = re.compile(rb"\[(\d{1,2})\] NCCL ")
@@ -58,17 +65,22 @@ class FileScan:
     global_ranks: set = field(default_factory=set)
     local_to_global: Counter = field(default_factory=Counter)
     nccl_hosts: dict = field(default_factory=dict)  # local rank -> host
+    worker_pids: dict = field(default_factory=dict)  # pid -> the rank a Ray/vLLM worker says it is
     first_time: float | None = None
     last_time: float | None = None  # of the last timed line read so far, any stream
     stream_times: dict = field(default_factory=dict)  # rank stream -> its last time read so far
+    tails: dict = field(default_factory=dict)  # rank stream (None: the file's only one) -> [(line, time, text)]
+    progress_tails: dict = field(default_factory=dict)  # rank stream -> its last progress lines, same form
     error: str = ""
 
     def resumed(self, item: InputFile) -> "FileScan":
         """An empty scan of more of the same file: it carries this one's times and rank census,
         so lines without a time of their own inherit what a single pass would give them."""
         return FileScan(input=item, hints=self.hints, global_ranks=set(self.global_ranks),
-                        local_ranks=set(self.local_ranks), first_time=self.first_time,
-                        last_time=self.last_time, stream_times=dict(self.stream_times))
+                        local_ranks=set(self.local_ranks), worker_pids=dict(self.worker_pids), first_time=self.first_time,
+                        last_time=self.last_time, stream_times=dict(self.stream_times),
+                        tails={stream: list(lines) for stream, lines in self.tails.items()},
+                        progress_tails={stream: list(lines) for stream, lines in self.progress_tails.items()})
 
 
 class Scanner:
@@ -121,6 +133,11 @@ class Scanner:
                 if global_rank:
                     scan.local_to_global[(int(local), int(global_rank))] += 1
                     scan.global_ranks.add(int(global_rank))
+        if b"pid=" in data and b"ank" in data:
+            for pid, rank in set(_PID_RANK_CENSUS.findall(data)):
+                scan.worker_pids.setdefault(int(pid), int(rank))
+        if b">:" in data and b"<std" in data:
+            scan.global_ranks.update(int(rank) for rank in set(_MPI_CENSUS.findall(b"\n" + data)))
         if not scan.global_ranks:
             scan.global_ranks.update(int(task) for task in set(_SRUN_CENSUS.findall(b"\n" + data[:65536])))
         new_locals = [local for local in nccl_locals if local < NCCL_LOCALS and local not in scan.nccl_hosts]
@@ -153,6 +170,44 @@ class Scanner:
             raw_line = (data[start:] if end < 0 else data[start:end]).decode("utf-8", "replace")
             self._match_line(raw_line, candidates[start], line_number, data, start, scan)
         self._carry_times(data, scan)
+        self._keep_tails(block, scan)
+
+    def _keep_tails(self, block: Block, scan: FileScan) -> None:
+        """Each rank stream's last lines in this block (masked, with their times) replace what an
+        earlier block left for that stream."""
+        data = block.data
+        several = _several_streams(scan)
+        wanted = len(scan.global_ranks | scan.local_ranks) if several else 1
+        found: dict = {}
+        progress: dict = {}
+        end, line_number = len(data), block.first_line + block.line_count - 1
+        for _ in range(min(max(TAIL_WALK_LINES, 12 * wanted * TAIL_LINES // 8), 3000)):
+            if end <= 0 and line_number < block.first_line:
+                break
+            start = data.rfind(b"\n", 0, end) + 1
+            raw = data[start:end]
+            if raw.strip():
+                line = _display_text(mask_secrets(raw.decode("utf-8", "replace")))
+                prefix = parse_prefix(line)
+                stream = _stream_of(prefix) if several else None
+                kept = found.setdefault(stream, [])
+                if len(kept) < TAIL_LINES:
+                    kept.append((line_number, self.clock.parse(line[prefix.offset:]), line[:500]))
+                steps = progress.setdefault(stream, [])
+                if len(steps) < PROGRESS_TAIL_LINES and is_progress(line[prefix.offset:]):
+                    steps.append((line_number, self.clock.parse(line[prefix.offset:]), line[:500]))
+                ranked = [key for key in found if key is not None or not several]
+                if len(ranked) >= wanted and all(len(found[key]) >= TAIL_LINES and len(progress[key]) >= PROGRESS_TAIL_LINES
+                                                 for key in ranked):
+                    break
+            if start == 0:
+                break
+            end, line_number = start - 1, line_number - 1
+        for stream, lines in found.items():
+            scan.tails[stream] = (scan.tails.get(stream, []) + lines[::-1])[-TAIL_LINES:]
+        for stream, lines in progress.items():
+            if lines:
+                scan.progress_tails[stream] = (scan.progress_tails.get(stream, []) + lines[::-1])[-PROGRESS_TAIL_LINES:]
 
     def _carry_times(self, data: bytes, scan: FileScan) -> None:
         """Remember the block's last time, overall and per rank stream, for the lines of later

@@ -81,6 +81,11 @@ def to_contract(diagnosis: Diagnosis) -> dict:
             "skipped": [{"source": item.source, "reason": item.reason} for item in inputs.skipped],
             "cross_file_order": "time" if inputs.timed else "uncertain",
         },
+        "because": [{"rule": item.rule, "text": item.text,
+                     "evidence": [{"source": source, "line": line} for source, line in item.evidence]}
+                    for item in diagnosis.because],
+        "action": diagnosis.action,
+        "action_detail": {key: list(value) for key, value in diagnosis.action_detail.items()},
         "notes": list(diagnosis.notes),
         "error_lines": [evidence_to_dict(item) for item in diagnosis.error_lines],
     }

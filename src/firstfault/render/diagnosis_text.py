@@ -84,3 +84,26 @@ def entry_or_none(kb, failure_id: str):
         return kb.get(failure_id)
     except Exception:  # an id the engine produced but the KB lacks: render without entry text
         return None
+
+
+ACTION_TEXT = {
+    "restart": "restart the job (transient failure)",
+    "exclude-host-and-restart": "exclude the host, then restart (hardware)",
+    "fix-and-rerun": "fix the cause, then rerun (a restart would fail the same way)",
+}
+
+
+def action_line(diagnosis: Diagnosis) -> str:
+    """`Action: ...` with the hosts to exclude, or "" for a healthy run."""
+    if not diagnosis.action:
+        return ""
+    text = f"Action: {ACTION_TEXT.get(diagnosis.action, diagnosis.action)}"
+    hosts = diagnosis.action_detail.get("hosts") or []
+    if hosts:
+        text += f" — {', '.join(hosts)}"
+    return text
+
+
+def because_lines(diagnosis: Diagnosis) -> list[str]:
+    """The reasoning, one line per rule that decided something: `text [rule]`."""
+    return [f"{item.text} [{item.rule}]" for item in diagnosis.because]

@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 
 from ..model import Diagnosis
-from .diagnosis_text import (entry_or_none, fix_blocks, id_label, inputs_line, ranks_text, started_line,
-                             verify_items, where, who)
+from .diagnosis_text import (action_line, because_lines, entry_or_none, fix_blocks, id_label, inputs_line,
+                             ranks_text, started_line, verify_items, where, who)
 
 
 def code_span(text: str) -> str:
@@ -27,15 +27,19 @@ def render(diagnosis: Diagnosis, kb) -> str:
         lines.append("**Healthy**: the logs show no failure.")
     elif diagnosis.primary is None:
         lines.append("**Unknown failure**: something failed, but no knowledge-base entry explains it.")
+        lines += ["", f"**{action_line(diagnosis)}**"]
     else:
         primary = diagnosis.primary
         entry = entry_or_none(kb, primary.failure_id)
         title = entry.title if entry else primary.failure_id
         lines.append(f"**{title}** (`{id_label(primary)}`, confidence {primary.confidence:.2f}), {started_line(diagnosis)}.")
+        lines += ["", f"**{action_line(diagnosis)}**"]
         if primary.message:
             lines += ["", f"> {primary.message}"]
         lines += ["", "### Evidence", ""]
         lines += [f"- {code_span(where(item))} ({who(item)}): {code_span(item.text.strip()[:300])}" for item in primary.evidence]
+    if diagnosis.because and diagnosis.status != "healthy":
+        lines += ["", "### Why", ""] + [f"- {text}" for text in because_lines(diagnosis)]
     if diagnosis.collateral:
         lines += ["", "### Collateral" if diagnosis.primary else "### Failures seen", "",
                   "| failure | ranks | lines | first |", "| --- | --- | --- | --- |"]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..model import Diagnosis
 from .entry_terminal import Style
-from .diagnosis_text import (entry_or_none, fix_blocks, id_label, inputs_line, ranks_text, started_line,
-                             verify_items, where, who)
+from .diagnosis_text import (action_line, because_lines, entry_or_none, fix_blocks, id_label, inputs_line,
+                             ranks_text, started_line, verify_items, where, who)
 
 # Roles of the diagnosis report, on top of the entry renderer's (title, heading, dim, ...).
 _ROLES = {"failure": "critical", "healthy": "code", "unknown": "literal", "where": "heading", "note": "literal"}
@@ -24,6 +24,8 @@ class TerminalReport:
         lines = self._headline(diagnosis)
         if diagnosis.primary is not None:
             lines += self._evidence(diagnosis)
+        if diagnosis.because and diagnosis.status != "healthy":
+            lines += ["", self.style("Why", "title")] + [f"  {text}" for text in because_lines(diagnosis)]
         if diagnosis.collateral:
             lines += self._collateral(diagnosis)
         if diagnosis.error_lines:
@@ -39,12 +41,14 @@ class TerminalReport:
         if diagnosis.status == "healthy":
             return [self.style("✔ healthy", "healthy") + ": the logs show no failure"]
         if diagnosis.primary is None:
-            return [self.style("? unknown", "unknown") + ": something failed, but no knowledge-base entry explains it"]
+            return [self.style("? unknown", "unknown") + ": something failed, but no knowledge-base entry explains it",
+                    "  " + action_line(diagnosis)]
         primary = diagnosis.primary
         entry = entry_or_none(self.kb, primary.failure_id)
         title = entry.title if entry else primary.failure_id
         lines = [self.style("✖ " + title, "failure") + self.style(f"  [{id_label(primary)}]  confidence {primary.confidence:.2f}", "dim")]
         lines.append("  " + started_line(diagnosis))
+        lines.append("  " + self.style(action_line(diagnosis), "heading"))
         if primary.message:
             lines.append("  " + primary.message)
         if entry is not None:

@@ -1,0 +1,71 @@
+"""The facts of one diagnosis, built once from the matches: what every verdict rule reads.
+
+Rules never look at matches directly for anything these facts already say (which lines are
+roots, symptoms, timeouts, launcher reports, frames), so each rule can be unit-tested by building
+Facts by hand.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..match.context import FRAME_SIGNATURES, LAUNCHER_FAILED
+from ..model import InputSummary, Match
+from .activity import StreamActivity
+from .events import Incident, incidents, line_winners, time_key
+from .hosts import JobHosts
+from .hangs import TIMEOUT_ENTRY, is_disconnect
+from .nonfatal import without_nonfatal
+from .relations import Relations
+
+SIGTERM_CODES = ("-15", "15", "143")  # a launcher's own SIGTERM to the others, not a failure
+
+
+@dataclass(frozen=True)
+class Facts:
+    matches: tuple[Match, ...]  # every hit, non-fatal tracebacks removed
+    winners: tuple[Match, ...]  # the strongest failure signature of each line
+    roots: tuple[Incident, ...]  # root lines grouped per rank stream, earliest first
+    inputs: InputSummary = field(default_factory=InputSummary)
+    single_process: bool = False
+    source_lines: dict = field(default_factory=dict)  # source -> lines read
+    pid_ranks: dict = field(default_factory=dict)  # pid -> global rank
+    relations: Relations = field(default_factory=Relations)
+    activity: tuple[StreamActivity, ...] = ()  # what each rank stream last printed
+    hosts: JobHosts = field(default_factory=JobHosts)  # which host each rank ran on
+
+    @property
+    def symptoms(self) -> tuple[Match, ...]:
+        return tuple(match for match in self.winners if match.role == "symptom")
+
+    @property
+    def collateral(self) -> tuple[Match, ...]:
+        return tuple(match for match in self.winners if match.role == "collateral")
+
+    @property
+    def timeouts(self) -> tuple[Match, ...]:
+        """Collective timeouts (not mere disconnects) printed by ranks waiting for a peer."""
+        return tuple(match for match in self.collateral if match.entry_id == TIMEOUT_ENTRY and not is_disconnect(match))
+
+    @property
+    def frames(self) -> tuple[Match, ...]:
+        return tuple(match for match in self.matches if match.signature.name in FRAME_SIGNATURES)
+
+    @property
+    def launcher_failures(self) -> tuple[Match, ...]:
+        """The launcher's reports of a worker exiting with an error (not its own SIGTERM)."""
+        return tuple(match for match in self.matches if match.signature.name in LAUNCHER_FAILED
+                     and match.captures.get("code") not in SIGTERM_CODES)
+
+    def first_time_of(self, matches) -> tuple | None:
+        timed = [time_key(match) for match in matches if match.line.origin.time is not None]
+        return min(timed) if timed else None
+
+
+def build_facts(matches: list[Match], inputs: InputSummary, single_process: bool = False,
+                source_lines: dict | None = None, pid_ranks: dict | None = None,
+                relations: Relations | None = None, activity=(), hosts: JobHosts | None = None) -> Facts:
+    kept = without_nonfatal(matches)
+    winners = line_winners(kept)
+    return Facts(tuple(kept), tuple(winners), tuple(incidents(winners, ("root",))), inputs, single_process,
+                 dict(source_lines or {}), dict(pid_ranks or {}), relations or Relations(), tuple(activity),
+                 hosts or JobHosts())

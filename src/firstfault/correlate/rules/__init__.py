@@ -1,0 +1,90 @@
+"""The verdict as named rules over one set of Facts.
+
+Each rule is a short function `(facts, decision) -> Decision | None` with a stable id: it returns
+the decision it changed (with a `because` line saying what it decided and from which lines) or
+None when it does not apply. `decide` runs the table in order:
+
+- filter rules narrow what may be the first fault (teardown, external stops, explained events);
+- a healthy rule may end the run early (errors the run outlived);
+- primary rules choose the first fault: the first that applies decides;
+- hang rules decide when only timeouts (or nothing) were printed;
+- rank and host rules name where it started, when the first fault's line does not say.
+
+Adding a rule is one function, one row in its stage's table, one unit test.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from ...model import Because, Match
+from ..events import Incident
+from ..facts import Facts
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the rules have decided so far."""
+
+    roots: tuple[Incident, ...] = ()  # root incidents still eligible as the first fault
+    symptoms: tuple[Match, ...] = ()  # symptoms still eligible
+    status: str = ""  # "" until decided; then failure | healthy | unknown
+    primary: str = ""  # entry id of the first fault
+    initiating: Match | None = None  # its first line
+    rank: int | None = None  # initiating rank, when a rule had to name it
+    host: str | None = None  # initiating host, when a rule had to name it
+    because: tuple[Because, ...] = ()
+    notes: tuple[str, ...] = ()
+    hang: str = ""  # why the job is known to have hung although nothing timed out (the reason)
+    action: str | None = None  # restart | exclude-host-and-restart | fix-and-rerun
+    action_detail: tuple = ()  # (key, value) pairs: hosts, commands
+
+    def with_because(self, rule: str, text: str, evidence=(), note: str = "", **changes) -> "Decision":
+        cited = tuple(_cite(item) for item in evidence if item is not None)
+        return replace(self, because=self.because + (Because(rule, text, cited),),
+                       notes=self.notes + ((note,) if note else ()), **changes)
+
+
+def _cite(item) -> tuple[str, int]:
+    if isinstance(item, tuple):
+        return item
+    origin = item.line.origin
+    return (origin.source, origin.line)
+
+
+Apply = Callable[[Facts, Decision], "Decision | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    apply: Apply
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    rules: tuple[Rule, ...]
+    first_only: bool = False  # the first rule that applies ends the stage
+    when: Callable[[Facts, Decision], bool] = field(default=lambda facts, decision: True)
+
+
+def run_stage(stage: Stage, facts: Facts, decision: Decision) -> Decision:
+    if not stage.when(facts, decision):
+        return decision
+    for rule in stage.rules:
+        changed = rule.apply(facts, decision)
+        if changed is None:
+            continue
+        decision = changed
+        if stage.first_only:
+            break
+    return decision
+
+
+def rule(rule_id: str, summary: str = "") -> Callable[[Apply], Rule]:
+    """Decorator: a function becomes a Rule with a stable id."""
+    def wrap(function: Apply) -> Rule:
+        return Rule(rule_id, function, summary or (function.__doc__ or "").strip().splitlines()[0])
+    return wrap

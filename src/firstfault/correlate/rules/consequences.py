@@ -1,0 +1,39 @@
+"""Consequence rule: what the first fault explains among the other failures (collateral)."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..facts import Facts
+from . import Decision, rule
+
+SHOWN_GROUPS = 3
+
+
+def _ranks(ranks: set) -> str:
+    from ...render.diagnosis_text import ranks_text
+
+    return ranks_text(sorted(ranks))
+
+
+@rule("consequences")
+def consequences(facts: Facts, decision: Decision) -> Decision | None:
+    """The other failures that came after the first fault are its consequences (the knowledge
+    base says which failures each one explains)."""
+    groups: dict[str, set] = defaultdict(set)
+    first = {}
+    for match in facts.winners:
+        if match is decision.initiating or match.entry_id == decision.primary:
+            continue
+        groups[match.entry_id].add(match.line.origin.rank)
+        first.setdefault(match.entry_id, match)
+    if not groups:
+        return None
+    explained = [entry for entry in groups if facts.relations.explained_by(decision.primary, entry)]
+    ordered = sorted(groups, key=lambda entry: (entry not in explained, -len(groups[entry])))[:SHOWN_GROUPS]
+    parts = []
+    for entry in ordered:
+        ranks = {rank for rank in groups[entry] if rank is not None}
+        parts.append(f"{entry} on rank{'s' if len(ranks) != 1 else ''} {_ranks(ranks)}" if ranks else entry)
+    text = "then " + "; ".join(parts) + (f" (and {len(groups) - SHOWN_GROUPS} more)" if len(groups) > SHOWN_GROUPS else "")
+    text += f": consequences of {decision.primary}" if explained else ": they followed it"
+    return decision.with_because("consequences", text, [first[entry] for entry in ordered])

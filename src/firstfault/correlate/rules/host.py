@@ -1,0 +1,39 @@
+"""Host rules: the host where the first fault started, when its own line does not name one (the
+first that applies decides). The host is what an on-call engineer acts on (drain, exclude)."""
+from __future__ import annotations
+
+from ..facts import Facts
+from . import Decision, rule
+
+LOCAL_NAMES = {"localhost", "127.0.0.1", "0.0.0.0", "::1", "localhost.localdomain"}
+
+
+def needs_host(facts: Facts, decision: Decision) -> bool:
+    return decision.initiating is not None and not decision.initiating.line.origin.host and not decision.host
+
+
+def initiating_rank(decision: Decision) -> int | None:
+    return decision.rank if decision.rank is not None else decision.initiating.line.origin.rank
+
+
+@rule("host-of-rank")
+def host_of_rank(facts: Facts, decision: Decision) -> Decision | None:
+    """The logs pair the initiating rank with a host (failure table, init line, mpirun, srun task)."""
+    rank = initiating_rank(decision)
+    host, how = facts.hosts.host_of(rank, len(facts.inputs.ranks))
+    if host is None or host in LOCAL_NAMES:
+        return None
+    return decision.with_because("host-of-rank", f"rank {rank} ran on host {host}: {how}", host=host)
+
+
+@rule("host-only-one")
+def only_host(facts: Facts, decision: Decision) -> Decision | None:
+    """Every host the logs name is the same one, and the failing rank is on the first node."""
+    named = [host for host in facts.hosts.named if host not in LOCAL_NAMES]
+    if len(named) != 1:
+        return None
+    rank = initiating_rank(decision)
+    world = facts.hosts.local_world
+    if rank is not None and world and rank >= world:
+        return None  # a rank of another node than the one the logs name
+    return decision.with_because("host-only-one", f"the logs name one host only, {named[0]}", host=named[0])

@@ -1,0 +1,55 @@
+"""Outcome rules: a run that outlived its errors is healthy; with no first fault found, the run
+is healthy when nothing failed, else `unknown` (something failed that no entry explains)."""
+from __future__ import annotations
+
+from ...match.context import FAILURE_SIGNATURES, LAUNCHER_FAILED
+from ..facts import Facts
+from . import Decision, rule
+
+SURVIVABLE_WEIGHT = 0.7  # errors this generic can be caught and logged by a healthy run
+SURVIVED_AFTER_LINES = 20
+FAILURE_SIGNS = tuple(name for name in FAILURE_SIGNATURES if name != "failed-word")
+
+
+@rule("survived-errors")
+def survived_errors(facts: Facts, decision: Decision) -> Decision | None:
+    """Every root error is generic, the run kept writing long after it, and nothing failed."""
+    if not facts.roots or facts.symptoms or facts.collateral:
+        return None
+    if any(m.signature.name in (*LAUNCHER_FAILED, "failed-exit", "failed-signal") for m in facts.matches):
+        return None
+    for incident in facts.roots:
+        last = incident.matches[-1].line.origin
+        if incident.weight > SURVIVABLE_WEIGHT:
+            return None
+        if facts.source_lines.get(last.source, 0) - last.line < SURVIVED_AFTER_LINES:
+            return None
+    text = "errors were logged but the run went on and nothing failed afterwards: they were caught and survived"
+    return decision.with_because("survived-errors", text, [incident.first for incident in facts.roots][:3],
+                                 note=text, status="healthy")
+
+
+def _live_signs(facts: Facts) -> list:
+    """Failure signs (a traceback, a non-zero exit) the same process did not go on from."""
+    from .progress import outlived
+
+    return [m for m in facts.matches if m.signature.name in FAILURE_SIGNS and not outlived(facts, m)]
+
+
+@rule("nothing-failed")
+def nothing_failed(facts: Facts, decision: Decision) -> Decision | None:
+    """No error, no failure sign the run did not outlive: the run is healthy."""
+    if facts.collateral or _live_signs(facts):
+        return None
+    text = "no line of the logs shows a failure"
+    if facts.roots or facts.symptoms:
+        text = "every error was followed by training progress and nothing failed afterwards"
+    return decision.with_because("nothing-failed", text, status="healthy")
+
+
+@rule("failed-unexplained")
+def failed_unexplained(facts: Facts, decision: Decision) -> Decision:
+    """Something failed (a traceback, a non-zero exit) that no knowledge-base entry explains."""
+    signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS]
+    text = "something failed, but no knowledge-base entry explains it: the lines below are the most likely errors"
+    return decision.with_because("failed-unexplained", text, signs[:3], note=text, status="unknown", action="fix-and-rerun")

@@ -1,0 +1,227 @@
+"""Rules over what each rank last did: errors the run outlived, external stops that only ended a
+hang or came after an in-job fault, and the rank that fell silent first."""
+from __future__ import annotations
+
+from dataclasses import replace
+from statistics import median
+
+from ...model import LogLine, Match, Origin, Signature
+from ..activity import StreamActivity, advancing, healthy_progress_after, stream_for, template
+from ..events import Incident, time_key
+from ..facts import Facts
+from ..ids import EXTERNAL_STOP, STRAGGLER
+from . import Decision, rule
+
+OUTLIVED_PROGRESS_LINES = 2  # healthy progress lines after an error that show the run went on
+HANG_IDLE_SECONDS = 15 * 60  # silence before an external stop that means the job had hung
+IDLE_CADENCE_FACTOR = 10  # ... or this many times the job's usual gap between lines
+SCHEDULER_WORDS = ("slurmstepd", "srun:", "sbatch", "scancel", "CANCELLED", "PREEMPT", "Terminated", "SIGTERM", "signal 15")
+
+
+def _failure_lines(facts: Facts) -> frozenset:
+    return frozenset((m.line.origin.source, m.line.origin.line) for m in facts.winners)
+
+
+def _stream(facts: Facts, match: Match) -> StreamActivity | None:
+    origin = match.line.origin
+    stream = stream_for(facts.activity, origin.source, origin.rank, unprefixed=origin.rank is None)
+    if stream is None:
+        return None
+    if stream.rank is None and not stream.unprefixed and not facts.single_process:
+        return None  # one file of several processes' unlabelled lines: whose progress is it?
+    return stream if not stream.unprefixed else None
+
+
+def outlived(facts: Facts, match: Match, failures: frozenset | None = None) -> list:
+    """The healthy progress lines the same process printed after this line (empty if none)."""
+    stream = _stream(facts, match)
+    if stream is None:
+        return []
+    after = healthy_progress_after(stream, match.line.origin.line, failures if failures is not None else _failure_lines(facts))
+    return after if len(after) >= OUTLIVED_PROGRESS_LINES and advancing(after) else []
+
+
+@rule("outlived-by-progress")
+def outlived_by_progress(facts: Facts, decision: Decision) -> Decision | None:
+    """Errors after which the same process kept making progress are not the cause of anything."""
+    failures = _failure_lines(facts)
+    # an external stop followed by a few more steps still stopped the job (they ran out its grace period)
+    survived_roots = [incident for incident in decision.roots if not _is_stop(facts, incident.failure_id)
+                      and outlived(facts, incident.matches[-1], failures)]
+    survived_symptoms = [match for match in decision.symptoms if not _is_stop(facts, match.entry_id)
+                         and outlived(facts, match, failures)]
+    if not survived_roots and not survived_symptoms:
+        return None
+    first = (survived_roots[0].first if survived_roots else survived_symptoms[0])
+    progress = outlived(facts, first, failures)
+    text = (f"{len(survived_roots) + len(survived_symptoms)} error(s) were followed by training progress on the same "
+            f"process (e.g. {first.entry_id} at {first.line.origin.source}:{first.line.origin.line}, then "
+            f"{progress[-1].text.strip()[:80]!r}): the run outlived them")
+    return decision.with_because(
+        "outlived-by-progress", text, [first, (first.line.origin.source, progress[-1].line)],
+        roots=tuple(i for i in decision.roots if i not in survived_roots),
+        symptoms=tuple(m for m in decision.symptoms if m not in survived_symptoms))
+
+
+def _is_stop(facts: Facts, entry_id: str) -> bool:
+    return facts.relations.core(entry_id) == EXTERNAL_STOP
+
+
+def _stop_incidents(facts: Facts, decision: Decision) -> list[Incident]:
+    return [incident for incident in decision.roots if _is_stop(facts, incident.failure_id)]
+
+
+def _comes_before(fault: Match, stop: Match) -> bool:
+    """Whether an in-job fault may have come before the stop: by time when both are timed, by
+    line order in one file, and yes when nothing orders them (an untimed line of another file)."""
+    fault_origin, stop_origin = fault.line.origin, stop.line.origin
+    if fault_origin.time is not None and stop_origin.time is not None and not fault_origin.time_inherited:
+        return fault_origin.time <= stop_origin.time + 1.0
+    if fault_origin.source == stop_origin.source:
+        return fault_origin.line < stop_origin.line
+    return True
+
+
+@rule("external-stop-after-fault")
+def stop_after_fault(facts: Facts, decision: Decision) -> Decision | None:
+    """A scheduler stop, SIGTERM or preemption that came after an in-job fault is its consequence."""
+    stops = _stop_incidents(facts, decision)
+    if not stops:
+        return None
+    stop = min((incident.first for incident in stops), key=time_key)
+    faults = [incident for incident in decision.roots if incident not in stops and _comes_before(incident.first, stop)
+              and not facts.relations.explained_by(EXTERNAL_STOP, incident.failure_id)]
+    faults += [Incident([match]) for match in decision.symptoms if _comes_before(match, stop)
+               and not facts.relations.explained_by(EXTERNAL_STOP, match.entry_id) and not _is_stop(facts, match.entry_id)]
+    if not faults:
+        return None
+    fault = faults[0].first
+    return decision.with_because(
+        "external-stop-after-fault",
+        f"the job was stopped from outside ({stop.line.text.strip()[:90]}) only after an in-job fault "
+        f"({fault.entry_id} at {fault.line.origin.source}:{fault.line.origin.line}): the stop is a consequence",
+        [fault, stop], roots=tuple(i for i in decision.roots if i not in stops),
+        symptoms=tuple(m for m in decision.symptoms if not _is_stop(facts, m.entry_id)))
+
+
+def _work_streams(facts: Facts) -> list[StreamActivity]:
+    return [stream for stream in facts.activity if not stream.unprefixed and stream.last_time is not None]
+
+
+def _last_work(stream: StreamActivity, before: float) -> float | None:
+    times = [line.time for line in stream.lines if line.time is not None and line.time < before - 1.0
+             and not any(word in line.text for word in SCHEDULER_WORDS)]
+    return max(times) if times else None
+
+
+def _cadence(streams: list[StreamActivity]) -> float:
+    gaps = []
+    for stream in streams:
+        times = [line.time for line in stream.lines if line.time is not None]
+        gaps += [later - earlier for earlier, later in zip(times, times[1:]) if later > earlier]
+    return median(gaps) if gaps else 0.0
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 5400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
+@rule("external-stop-ended-a-hang")
+def stop_ended_hang(facts: Facts, decision: Decision) -> Decision | None:
+    """An external stop is the cause only when the ranks were making progress until it came: after
+    a long silence it only ended a hang."""
+    stops = _stop_incidents(facts, decision)
+    timed = [incident.first for incident in stops if incident.first.line.origin.time is not None]
+    if not timed:
+        return None
+    stop = min(timed, key=time_key)
+    stop_time = stop.line.origin.time
+    streams = _work_streams(facts)
+    last = [value for stream in streams if (value := _last_work(stream, stop_time)) is not None]
+    if not last:
+        return None
+    idle = stop_time - max(last)
+    if idle < max(HANG_IDLE_SECONDS, IDLE_CADENCE_FACTOR * _cadence(streams)):
+        return None
+    reason = f"nothing was printed for {_duration(idle)} before the job was stopped from outside"
+    return decision.with_because(
+        "external-stop-ended-a-hang", f"{reason}: the stop ended a hang, it did not cause it", [stop],
+        roots=tuple(i for i in decision.roots if i not in stops), hang=reason)
+
+
+def _behind(streams: list[StreamActivity]) -> StreamActivity | None:
+    """The one stream whose last message the others all printed too and then went past."""
+    if len(streams) < 2:
+        return None
+    templates = {id(stream): [template(line.text) for line in stream.lines] for stream in streams}
+    behind = []
+    for stream in streams:
+        last = templates[id(stream)][-1]
+        others = [other for other in streams if other is not stream]
+        passed = [other for other in others if last in templates[id(other)][:-1]]
+        if len(passed) == len(others):
+            behind.append(stream)
+    if len(behind) == 1:
+        return behind[0]
+    timed = [stream for stream in streams if stream.last_time is not None]
+    if len(timed) < 2:
+        return None
+    ordered = sorted(timed, key=lambda stream: stream.last_time)
+    earliest, rest = ordered[0], ordered[1:]
+    spread = rest[-1].last_time - rest[0].last_time
+    return earliest if rest[0].last_time - earliest.last_time > max(60.0, 2 * spread) else None
+
+
+def activity_match(stream: StreamActivity, failure_id: str, line=None) -> Match:
+    """A line of the stream (its last, unless given) as a match, to anchor a verdict no error line states."""
+    last = line or stream.last
+    signature = Signature(failure_id, "last-activity", "symptom", 0.5, "", "rank {rank} was last seen doing this")
+    origin = Origin(stream.source, last.line, stream.rank, stream.host, last.time)
+    return Match(signature, LogLine(last.text, origin), {}, 0)
+
+
+@rule("hang-silent-first")
+def silent_first(facts: Facts, decision: Decision) -> Decision | None:
+    """In a hang, the rank whose output stopped first (the others printed its last message and
+    went on) is where it started: it was busy elsewhere or stuck."""
+    streams = [stream for stream in facts.activity if not stream.unprefixed and stream.rank is not None and stream.lines]
+    if len({stream.rank for stream in streams}) < 2:
+        return None
+    stuck = _behind(streams)
+    if stuck is None:
+        return None
+    anchor = activity_match(stuck, STRAGGLER)
+    when = f" at {anchor.line.origin.time and _clock(anchor.line.origin.time)}" if anchor.line.origin.time else ""
+    reason = (f"rank {stuck.rank} fell silent first{when} (its last line: {stuck.last.text.strip()[:90]!r}); "
+              f"the other ranks printed that step and went on, then waited for it")
+    if decision.hang:
+        reason += f"; {decision.hang}"
+    return decision.with_because("hang-silent-first", reason, [anchor], note=reason,
+                                 status="failure", primary=STRAGGLER, initiating=anchor)
+
+
+def _clock(seconds: float) -> str:
+    from ...render.contract import iso_time
+
+    return iso_time(seconds) or ""
+
+
+def hung(facts: Facts, decision: Decision) -> bool:
+    return not decision.status and (bool(decision.hang) or bool(facts.timeouts))
+
+
+@rule("hang-unattributed")
+def hang_unattributed(facts: Facts, decision: Decision) -> Decision | None:
+    """The job hung and was stopped from outside, and the logs do not show which rank stopped first."""
+    if not decision.hang:
+        return None
+    stops = [m for m in facts.winners if _is_stop(facts, m.entry_id)]
+    if not stops:
+        return None
+    anchor = min(stops, key=time_key)
+    anchor = replace(anchor, signature=replace(anchor.signature, entry_id=STRAGGLER))
+    reason = f"{decision.hang}; the logs do not show which rank stopped first"
+    return decision.with_because("hang-unattributed", reason, [anchor], note=reason,
+                                 status="failure", primary=STRAGGLER, initiating=anchor)

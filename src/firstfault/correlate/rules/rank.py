@@ -1,0 +1,117 @@
+"""Rank rules: where the first fault started, when its own line does not say (the first that
+applies decides)."""
+from __future__ import annotations
+
+import re
+
+from ...match.context import LAUNCHER_FAILED
+from ...model import Match
+from ..devices import bus_of, rank_for_bus
+from ..events import time_key
+from ..facts import Facts, SIGTERM_CODES
+from ..odd_one_out import odd_rank
+from . import Decision, rule
+
+SAME_EVENT_LINES = 20  # lines of the same failure just after the initiating one
+SAME_FAULT_LINES = 200
+_PID_IN_TEXT = re.compile(r"\bpid[=: ]+(\d+)|Killed process (\d+)")
+
+
+def needs_rank(facts: Facts, decision: Decision) -> bool:
+    return decision.initiating is not None and decision.initiating.line.origin.rank is None and decision.rank is None
+
+
+def _named(decision: Decision, rule_id: str, rank: int, how: str, evidence=()) -> Decision:
+    return decision.with_because(rule_id, f"the failing line carries no rank; rank {rank} {how}", evidence,
+                                 note=f"the failing line carries no rank; rank {rank} {how}", rank=rank)
+
+
+@rule("odd-one-out")
+def odd_one_out(facts: Facts, decision: Decision) -> Decision | None:
+    """Every rank reported the disagreement: the one whose own collective differs started it."""
+    if decision.initiating is None:
+        return None
+    own = [match for match in facts.winners if match.entry_id == decision.primary]
+    odd = odd_rank(own)
+    if odd is None or odd == decision.initiating.line.origin.rank:
+        return None
+    initiating = min((match for match in own if match.line.origin.rank == odd), key=time_key)
+    text = f"every rank reported the disagreement; rank {odd} is the one whose own collective differs from the others'"
+    return decision.with_because("odd-one-out", text, [initiating], note=text, initiating=initiating)
+
+
+def _same_event(facts: Facts, initiating: Match) -> list[Match]:
+    """The initiating line, then the lines of the same failure just after it in the same file."""
+    origin = initiating.line.origin
+    following = [m for m in facts.matches if m.entry_id == initiating.entry_id and m.line.origin.source == origin.source
+                 and 0 < m.line.origin.line - origin.line <= SAME_EVENT_LINES]
+    return [initiating, *sorted(following, key=lambda m: m.line.origin.line)]
+
+
+def _pid_named(match: Match) -> int | None:
+    captured = str(match.captures.get("pid", ""))
+    if captured.isdigit():
+        return int(captured)
+    found = _PID_IN_TEXT.search(match.line.text)
+    return int(found.group(1) or found.group(2)) if found else None
+
+
+@rule("rank-from-pid")
+def rank_from_pid(facts: Facts, decision: Decision) -> Decision | None:
+    """The line names a pid that a launcher report or a worker file ties to a rank."""
+    for match in _same_event(facts, decision.initiating):
+        pid = _pid_named(match)
+        if pid is not None and pid in facts.pid_ranks:
+            origin = match.line.origin
+            return _named(decision, "rank-from-pid", facts.pid_ranks[pid],
+                          f"is the process (pid {pid}) the log names at {origin.source}:{origin.line}", [match])
+    return None
+
+
+@rule("rank-from-bus")
+def rank_from_bus(facts: Facts, decision: Decision) -> Decision | None:
+    """A host-level GPU event names a PCI bus; NCCL or nvidia-smi lines say which rank drives it."""
+    bus = bus_of(decision.initiating)
+    if bus is None:
+        return None
+    rank = rank_for_bus(bus, decision.initiating.line.origin.host, list(facts.matches))
+    if rank is None:
+        return None
+    return _named(decision, "rank-from-bus", rank, f"drives the GPU on PCI bus {bus} that the line names", [decision.initiating])
+
+
+@rule("rank-from-same-fault-nearby")
+def same_fault_nearby(facts: Facts, decision: Decision) -> Decision | None:
+    """A later line of the same file and failure names one rank (an unprefixed CUDA error, then
+    the watchdog's `[Rank 1] ... terminated with exception` for it)."""
+    origin = decision.initiating.line.origin
+    later = [m for m in facts.matches if m.entry_id == decision.initiating.entry_id and m.line.origin.source == origin.source
+             and m.line.origin.rank is not None and 0 < m.line.origin.line - origin.line <= SAME_FAULT_LINES]
+    if len({m.line.origin.rank for m in later}) != 1:
+        return None
+    nearby = min(later, key=lambda m: m.line.origin.line)
+    where = nearby.line.origin
+    return _named(decision, "rank-from-same-fault-nearby", where.rank,
+                  f"reports the same failure a few lines later ({where.source}:{where.line})", [nearby])
+
+
+@rule("rank-only-process")
+def only_process(facts: Facts, decision: Decision) -> Decision | None:
+    """One process only (no rank above 0, one host, no peer failing): it is rank 0."""
+    if not facts.single_process:
+        return None
+    return _named(decision, "rank-only-process", 0, "is the only process")
+
+
+@rule("rank-launcher-first")
+def launcher_first(facts: Facts, decision: Decision) -> Decision | None:
+    """The rank the launcher reported failing first with a real error (not its own SIGTERM)."""
+    reports = [m for m in facts.matches if m.signature.name in LAUNCHER_FAILED
+               and m.captures.get("code") not in SIGTERM_CODES and m.line.origin.rank is not None]
+    host = decision.initiating.line.origin.host
+    reports = [m for m in reports if host and m.line.origin.host == host] or reports
+    if not reports:
+        return None
+    first = min(reports, key=time_key)
+    return _named(decision, "rank-launcher-first", first.line.origin.rank,
+                  "is the one the launcher reported failing first", [first])

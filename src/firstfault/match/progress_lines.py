@@ -1,0 +1,30 @@
+"""Which log lines report training progress, and the step counter they carry.
+
+Used by the scanner (to keep each rank stream's last progress lines) and by the correlator (to
+tell an error the run outlived from one it died of).
+"""
+from __future__ import annotations
+
+import re
+
+# Counters training loops print: `step 1120`, `iter 1040 / 1125`, `Epoch 3`, `global_step=500`,
+# `[epoch 0], [iter 1100 / 1125]`, tqdm's `Epoch 0:  64%|...| 2000/3117`.
+_COUNTER = re.compile(
+    r"(?i)\b(?:global[_ ]step|step|steps|iter|iteration|it|epoch|batch|update)s?\b\s*[:=#]?\s*\[?\s*(\d{1,9})\b"
+    r"|\|\s*(\d{1,9})/(?:\d{1,9}|\?)\s*\[")
+# Words that say a line reports training progress even without a counter (`loss=2.41`).
+_PROGRESS_WORDS = re.compile(r"(?i)\b(?:loss|lr|learning[_ ]rate|grad[_ ]norm|tokens?/s|samples?/s|it/s|s/it|throughput|accuracy|acc|ppl|perplexity)\b\s*[:=]?\s*[-+]?\d")
+
+
+def is_progress(text: str) -> bool:
+    return bool(_PROGRESS_WORDS.search(text) or _COUNTER.search(text) and ("%|" in text or _has_metric(text)))
+
+
+def _has_metric(text: str) -> bool:
+    return bool(re.search(r"\d\.\d|\d+/\d+", text))
+
+
+def counter_of(text: str) -> int | None:
+    """The largest step-like counter on a progress line."""
+    values = [int(a or b) for a, b, in ((m.group(1), m.group(2)) for m in _COUNTER.finditer(text)) if (a or b)]
+    return max(values) if values else None

@@ -1,0 +1,348 @@
+"""Every verdict rule on its own, from facts built by hand (no log parsing).
+
+A test is named after the rule it covers (`test_<rule id with underscores>...`); the last test
+checks that every rule of the table has one.
+"""
+from __future__ import annotations
+
+import sys
+
+from firstfault.correlate.activity import StreamActivity, StreamLine
+from firstfault.correlate.facts import build_facts
+from firstfault.correlate.hosts import JobHosts
+from firstfault.correlate.relations import Relations
+from firstfault.correlate.rules import Decision
+from firstfault.correlate.rules.table import all_rules, decide
+from firstfault.model import InputSummary, LogLine, Match, Origin, Signature
+
+RELATIONS = Relations(
+    explains={"cuda-device-side-assert": frozenset({"collective-timeout-peer-crash", "preempted-sigterm"}),
+              "gpu-fallen-off-bus": frozenset({"cuda-launch-failure"}),
+              "preempted-sigterm": frozenset({"collective-timeout-peer-crash"})},
+    core_of={"grad-norm-nonfinite": "loss-nan"},
+    actions={"gpu-fallen-off-bus": "exclude-host-and-restart", "preempted-sigterm": "restart"},
+)
+_order = iter(range(10**6))
+
+
+def hit(entry, line, *, rank=None, time=None, source="a.log", role="root", weight=0.9, text="error", name="sig",
+        captures=None, host=None, inherited=False) -> Match:
+    signature = Signature(entry, name, role, weight, "", "")
+    origin = Origin(source, line, rank, host, time, inherited)
+    return Match(signature, LogLine(text, origin), captures or {}, next(_order))
+
+
+def context(name, line, *, rank=None, source="a.log", captures=None, time=None, host=None, text="") -> Match:
+    return hit("", line, rank=rank, source=source, role="context", weight=0.0, name=name, captures=captures, time=time,
+               host=host, text=text)
+
+
+def stream(rank, lines, source=None, host=None, unprefixed=False) -> StreamActivity:
+    return StreamActivity(source or f"rank{rank}.log", rank, host,
+                          tuple(StreamLine(line, time, text) for line, time, text in lines), unprefixed)
+
+
+def facts(matches, *, ranks=(), activity=(), single=False, hosts=None, source_lines=None, pid_ranks=None, timed=True):
+    summary = InputSummary(files=("a.log",), ranks=tuple(ranks), timed=timed)
+    return build_facts(list(matches), summary, single, source_lines, pid_ranks, RELATIONS, activity, hosts)
+
+
+def start(built) -> Decision:
+    return Decision(roots=built.roots, symptoms=built.symptoms)
+
+
+def rule(rule_id):
+    return next(item for _stage, item in all_rules() if item.id == rule_id)
+
+
+def timeout(line, rank, time=None, seq=None, op=None, text="Watchdog caught collective operation timeout"):
+    captures = {key: value for key, value in (("seq", seq), ("op", op)) if value is not None}
+    return hit("collective-timeout-peer-crash", line, rank=rank, time=time, role="collateral", weight=0.5,
+               source=f"rank{rank}.log", captures=captures, text=text)
+
+
+# filter rules ------------------------------------------------------------------------------------
+
+def test_teardown_after_first_timeout_drops_later_errors():
+    built = facts([timeout(5, 0, time=100.0), hit("tcpstore-timeout", 9, rank=1, time=130.0), hit("cuda-oom", 2, rank=2, time=90.0)])
+    decided = rule("teardown-after-first-timeout").apply(built, start(built))
+    assert [incident.failure_id for incident in decided.roots] == ["cuda-oom"]
+    assert decided.because[-1].rule == "teardown-after-first-timeout"
+
+
+def test_teardown_after_launcher_report_keeps_errors_before_it():
+    report = context("launcher-failed", 20, rank=1, captures={"code": "1", "local": "1", "pid": "7"}, time=50.0)
+    built = facts([report, hit("user-code-exception", 3, rank=1, time=49.0), hit("tcpstore-timeout", 8, rank=0, time=60.0)])
+    decided = rule("teardown-after-launcher-report").apply(built, start(built))
+    assert [incident.failure_id for incident in decided.roots] == ["user-code-exception"]
+
+
+def test_outlived_by_progress_drops_an_error_the_same_rank_went_on_from():
+    progress = stream(0, [(10, None, "download failed, retrying"), (20, None, "step 10 loss 2.1"), (30, None, "step 20 loss 1.9")])
+    built = facts([hit("hub-unreachable", 10, rank=0, source="rank0.log")], activity=[progress])
+    decided = rule("outlived-by-progress").apply(built, start(built))
+    assert decided.roots == ()
+    assert "outlived" in decided.because[-1].text
+
+
+def test_outlived_by_progress_needs_progress_that_advances():
+    stuck = stream(0, [(10, None, "error"), (20, None, "Iteration: 0%| | 0/100 [00:02<?, ?it/s]"),
+                       (30, None, "Iteration: 0%| | 0/100 [00:04<?, ?it/s]")])
+    built = facts([hit("cuda-device-side-assert", 10, rank=0, source="rank0.log")], activity=[stuck])
+    assert rule("outlived-by-progress").apply(built, start(built)) is None
+
+
+def test_external_stop_after_fault_makes_the_stop_a_consequence():
+    stop = hit("preempted-sigterm", 50, time=1000.0, source="slurm.out", text="CANCELLED DUE TO TIME LIMIT")
+    fault = hit("cuda-device-side-assert", 20, rank=5, source="rank5.log")  # no time of its own
+    built = facts([stop, fault])
+    decided = rule("external-stop-after-fault").apply(built, start(built))
+    assert [incident.failure_id for incident in decided.roots] == ["cuda-device-side-assert"]
+
+
+def test_external_stop_after_fault_ignores_faults_the_stop_explains():
+    stop = hit("preempted-sigterm", 50, time=1000.0, source="slurm.out")
+    consequence = hit("collective-timeout-peer-crash", 60, rank=1, source="rank1.log", role="symptom")
+    built = facts([stop, consequence])
+    assert rule("external-stop-after-fault").apply(built, start(built)) is None
+
+
+def test_external_stop_ended_a_hang_after_a_long_silence():
+    stop = hit("preempted-sigterm", 50, time=10_000.0, source="slurm.out")
+    quiet = [stream(rank, [(1, 100.0, "step 1"), (2, 160.0, "step 2")]) for rank in (0, 1)]
+    built = facts([stop], activity=quiet)
+    decided = rule("external-stop-ended-a-hang").apply(built, start(built))
+    assert decided.roots == () and "2.7 h" in decided.hang
+
+
+def test_external_stop_ended_a_hang_not_when_the_ranks_were_busy():
+    stop = hit("preempted-sigterm", 50, time=200.0, source="slurm.out")
+    busy = [stream(rank, [(1, 100.0, "step 1"), (2, 190.0, "step 2")]) for rank in (0, 1)]
+    built = facts([stop], activity=busy)
+    assert rule("external-stop-ended-a-hang").apply(built, start(built)) is None
+
+
+def test_explained_by_another_drops_consequences():
+    built = facts([hit("gpu-fallen-off-bus", 3, source="dmesg.txt", time=101.0), hit("cuda-launch-failure", 9, rank=1, time=100.0)])
+    decided = rule("explained-by-another").apply(built, start(built))
+    assert [incident.failure_id for incident in decided.roots] == ["gpu-fallen-off-bus"]
+
+
+# healthy / outcome -------------------------------------------------------------------------------
+
+def test_survived_errors_far_from_the_end_with_nothing_failing():
+    built = facts([hit("hub-unreachable", 5, rank=0, weight=0.6)], source_lines={"a.log": 500})
+    assert rule("survived-errors").apply(built, start(built)).status == "healthy"
+
+
+def test_nothing_failed_without_failure_signs():
+    built = facts([context("frame", 3)])
+    assert rule("nothing-failed").apply(built, start(built)).status == "healthy"
+    signed = facts([context("failed-traceback", 3)])
+    assert rule("nothing-failed").apply(signed, start(signed)) is None
+
+
+def test_failed_unexplained_is_unknown_with_an_action():
+    built = facts([context("failed-exit", 3, captures={"code": "3"})])
+    decided = rule("failed-unexplained").apply(built, start(built))
+    assert decided.status == "unknown" and decided.action == "fix-and-rerun"
+
+
+# primary ------------------------------------------------------------------------------------------
+
+def test_specific_symptom_over_generic_root_when_earlier():
+    built = facts([hit("user-code-exception", 9, rank=0, weight=0.5, time=20.0),
+                   hit("cuda-oom", 4, rank=1, role="symptom", weight=0.9, time=10.0)])
+    assert rule("specific-symptom-over-generic-root").apply(built, start(built)).primary == "cuda-oom"
+
+
+def test_earliest_strong_root_wins_over_a_later_one():
+    built = facts([hit("cuda-oom", 9, rank=1, time=20.0), hit("cuda-device-side-assert", 4, rank=3, time=10.0, source="b.log")])
+    decided = rule("earliest-strong-root").apply(built, start(built))
+    assert decided.primary == "cuda-device-side-assert" and decided.initiating.line.origin.rank == 3
+
+
+def test_strongest_symptom_without_roots():
+    built = facts([hit("nccl-system-error", 4, rank=0, role="symptom", weight=0.6, time=10.0),
+                   hit("nccl-ib-timeout", 9, rank=1, role="symptom", weight=0.9, time=20.0, source="b.log")])
+    assert rule("strongest-symptom").apply(built, start(built)).primary == "nccl-ib-timeout"
+
+
+# hangs --------------------------------------------------------------------------------------------
+
+def test_hang_sequence_behind_names_the_rank_with_the_lower_seqnum():
+    built = facts([timeout(1, 0, seq=4121), timeout(1, 1, seq=4121), timeout(1, 2, seq=4120)])
+    decided = rule("hang-sequence-behind").apply(built, start(built))
+    assert decided.primary == "collective-timeout-straggler" and decided.initiating.line.origin.rank == 2
+
+
+def test_hang_different_collectives_barrier_against_backward_is_uneven_batches():
+    built = facts([timeout(5, 0, op="barrier"), timeout(5, 1, op="backward"), timeout(5, 2, op="backward")])
+    decided = rule("hang-different-collectives").apply(built, start(built))
+    assert decided.primary == "uneven-batches-hang" and decided.initiating.line.origin.rank == 0
+
+
+def test_hang_different_collectives_odd_collective_is_a_mismatch():
+    built = facts([timeout(5, 0, op="allreduce"), timeout(5, 1, op="allreduce"), timeout(5, 2, op="allgather")])
+    decided = rule("hang-different-collectives").apply(built, start(built))
+    assert decided.primary == "collective-mismatch" and decided.initiating.line.origin.rank == 2
+
+
+def test_hang_alone_in_barrier():
+    lost = hit("collective-timeout-peer-crash", 7, rank=1, role="collateral", weight=0.5, source="rank1.log",
+               text="Connection closed by peer")
+    built = facts([timeout(5, 0, op="barrier"), lost])
+    decided = rule("hang-alone-in-barrier").apply(built, start(built))
+    assert decided.primary == "uneven-batches-hang" and decided.initiating.line.origin.rank == 0
+
+
+def test_hang_late_arrival():
+    lost = hit("collective-timeout-peer-crash", 7, rank=2, role="collateral", weight=0.5, source="rank2.log",
+               text="Connection reset by peer")
+    built = facts([timeout(5, 0), timeout(5, 1), lost], ranks=(0, 1, 2))
+    decided = rule("hang-late-arrival").apply(built, start(built))
+    assert decided.initiating.line.origin.rank == 2
+
+
+def test_hang_never_joined_anchors_on_the_ranks_own_last_line():
+    busy = stream(0, [(3, 10.0, "rank 0: syncing checkpoint to remote storage")])
+    built = facts([timeout(5, 1), timeout(5, 2)], ranks=(0, 1, 2), activity=[busy])
+    decided = rule("hang-never-joined").apply(built, start(built))
+    assert decided.initiating.line.origin.rank == 0
+    assert "syncing checkpoint" in decided.initiating.line.text
+
+
+def test_hang_silent_first_the_rank_the_others_went_past():
+    def lines(rank, written=True):
+        base = [(1, 100.0, f"{rank}: step 3000 loss 1.7"), (2, 110.0, f"{rank}: saving sharded checkpoint step 3000")]
+        return base + ([(3, 140.0 + rank, f"{rank}: shard {rank} written in 29.4s")] if written else [])
+    streams = [stream(rank, lines(rank, written=rank != 5)) for rank in range(8)]
+    built = facts([], activity=streams)
+    decided = rule("hang-silent-first").apply(built, Decision(hang="nothing was printed for 2.5 h"))
+    assert decided.primary == "collective-timeout-straggler" and decided.initiating.line.origin.rank == 5
+
+
+def test_hang_all_timed_out_names_no_rank():
+    built = facts([timeout(5, 0), timeout(5, 1)], ranks=(0, 1))
+    decided = rule("hang-all-timed-out").apply(built, start(built))
+    assert decided.primary == "collective-timeout-straggler"
+
+
+def test_hang_unattributed_when_the_stop_ended_a_hang():
+    built = facts([hit("preempted-sigterm", 50, time=10_000.0, source="slurm.out")])
+    decided = rule("hang-unattributed").apply(built, Decision(hang="nothing was printed for 3 h"))
+    assert decided.primary == "collective-timeout-straggler" and "3 h" in decided.because[-1].text
+
+
+# initiating rank --------------------------------------------------------------------------------
+
+def _decided(match, built):
+    return Decision(roots=built.roots, status="failure", primary=match.entry_id, initiating=match)
+
+
+def test_odd_one_out_picks_the_rank_whose_own_collective_differs():
+    text = "Rank {r} is running collective: CollectiveFingerPrint(OpType={op}), but Rank 9 is running collective: x"
+    mismatches = [hit("collective-mismatch", 4, rank=r, source=f"rank{r}.log",
+                      text=text.format(r=r, op="ALLREDUCE" if r != 2 else "BROADCAST")) for r in range(4)]
+    built = facts(mismatches)
+    decided = rule("odd-one-out").apply(built, _decided(mismatches[0], built))
+    assert decided.initiating.line.origin.rank == 2
+
+
+def test_rank_from_pid():
+    killed = hit("host-oom-killed", 2, source="dmesg.txt", text="Out of memory: Killed process 88124 (python3)")
+    built = facts([killed], pid_ranks={88124: 5})
+    assert rule("rank-from-pid").apply(built, _decided(killed, built)).rank == 5
+
+
+def test_rank_from_bus():
+    xid = hit("gpu-fallen-off-bus", 2, source="dmesg.txt", text="NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus")
+    nccl = context("device-nccl-bus", 9, captures={"rank": "3", "device": "3", "bus": "3b000"})
+    built = facts([xid, nccl])
+    assert rule("rank-from-bus").apply(built, _decided(xid, built)).rank == 3
+
+
+def test_rank_from_same_fault_nearby():
+    bare = hit("cuda-illegal-memory-access", 10)
+    named = hit("cuda-illegal-memory-access", 40, rank=1)
+    built = facts([bare, named])
+    assert rule("rank-from-same-fault-nearby").apply(built, _decided(bare, built)).rank == 1
+
+
+def test_rank_only_process():
+    bare = hit("cuda-oom", 10)
+    built = facts([bare], single=True)
+    assert rule("rank-only-process").apply(built, _decided(bare, built)).rank == 0
+    several = facts([bare])
+    assert rule("rank-only-process").apply(several, _decided(bare, several)) is None
+
+
+def test_rank_launcher_first_ignores_its_own_sigterms():
+    bare = hit("cuda-oom", 10)
+    sigterm = context("launcher-failed", 20, rank=0, captures={"code": "-15", "local": "0"}, time=5.0)
+    failed = context("launcher-failed", 21, rank=3, captures={"code": "1", "local": "3"}, time=6.0)
+    built = facts([bare, sigterm, failed])
+    assert rule("rank-launcher-first").apply(built, _decided(bare, built)).rank == 3
+
+
+# host, consequences, action ---------------------------------------------------------------------
+
+def test_host_of_rank():
+    bare = hit("cuda-oom", 10, rank=5)
+    built = facts([bare], hosts=JobHosts(rank_hosts={5: "node018"}))
+    assert rule("host-of-rank").apply(built, _decided(bare, built)).host == "node018"
+
+
+def test_host_of_rank_through_an_srun_task_per_node():
+    bare = hit("cuda-oom", 10, rank=11)
+    built = facts([bare], ranks=range(16), hosts=JobHosts(task_hosts={0: "gpu-a", 1: "gpu-b"}, local_world=8))
+    assert rule("host-of-rank").apply(built, _decided(bare, built)).host == "gpu-b"
+
+
+def test_host_only_one():
+    bare = hit("cuda-oom", 10, rank=0)
+    built = facts([bare], hosts=JobHosts(named=("kettle", "localhost")))
+    assert rule("host-only-one").apply(built, _decided(bare, built)).host == "kettle"
+    other_node = hit("cuda-oom", 10, rank=9)
+    built = facts([other_node], hosts=JobHosts(named=("kettle",), local_world=8))
+    assert rule("host-only-one").apply(built, _decided(other_node, built)) is None
+
+
+def test_consequences_names_what_the_first_fault_explains():
+    assert_ = hit("cuda-device-side-assert", 3, rank=2, source="rank2.log")
+    built = facts([assert_, timeout(9, 0), timeout(9, 1)])
+    decided = rule("consequences").apply(built, _decided(assert_, built))
+    assert "collective-timeout-peer-crash on ranks 0-1" in decided.because[-1].text
+    assert "consequences of cuda-device-side-assert" in decided.because[-1].text
+
+
+def test_action_from_entry_excludes_the_host_for_hardware():
+    xid = hit("gpu-fallen-off-bus", 2, source="dmesg.txt", host="gpu-node-7")
+    built = facts([xid])
+    decided = rule("action-from-entry").apply(built, _decided(xid, built))
+    assert decided.action == "exclude-host-and-restart"
+    commands = dict(decided.action_detail)["commands"]
+    assert any("scontrol update NodeName=gpu-node-7 State=DRAIN" in command for command in commands)
+    assert any(command == "kubectl cordon gpu-node-7" for command in commands)
+
+
+def test_action_from_entry_defaults_to_fix_and_rerun():
+    oom = hit("cuda-oom", 2, rank=0)
+    built = facts([oom])
+    assert rule("action-from-entry").apply(built, _decided(oom, built)).action == "fix-and-rerun"
+
+
+# the table as a whole ---------------------------------------------------------------------------
+
+def test_decide_records_which_rules_decided():
+    built = facts([hit("cuda-device-side-assert", 3, rank=2, time=10.0, source="rank2.log"), timeout(9, 0, time=20.0)])
+    decided = decide(built)
+    assert decided.primary == "cuda-device-side-assert"
+    assert [item.rule for item in decided.because] == ["earliest-strong-root", "consequences", "action-from-entry"]
+
+
+def test_every_rule_of_the_table_has_a_test_here():
+    tests = {name for name in dir(sys.modules[__name__]) if name.startswith("test_")}
+    missing = [item.id for _stage, item in all_rules()
+               if not any(name.startswith("test_" + item.id.replace("-", "_")) for name in tests)]
+    assert missing == []
