@@ -47,8 +47,9 @@ def test_failures_by_class_and_by_week_match_the_truth(scanned, rows):
     report = _report(rows)
     planted = Counter(ENGINE_CLASS.get(job["outcome"], job["outcome"]) for job in truth["jobs"].values() if job["outcome"] != "healthy")
     assert {entry["failure_id"]: entry["jobs"] for entry in report["by_class"]} == dict(planted)
-    hardware = {entry["failure_id"] for entry in report["by_class"] if entry["hardware"]}
-    assert hardware == {"gpu-fallen-off-bus", "gpu-ecc-error", "nccl-ib-timeout"}
+    weights = {entry["failure_id"]: entry["host_weight"] for entry in report["by_class"]}
+    assert {name for name, weight in weights.items() if weight} == {"gpu-fallen-off-bus", "gpu-ecc-error", "nccl-ib-timeout"}
+    assert weights["nccl-ib-timeout"] == 0.5  # the engine files the flapping port under IB retries exhausted
     weeks = defaultdict(lambda: [0, 0])
     for job in truth["jobs"].values():
         week = weeks[week_of(job["fault_at"] or job["ended"])]
@@ -81,5 +82,6 @@ def test_commands_name_the_host_and_parse_as_shell(scanned, rows):
         assert commands[("kubernetes", "cordon")] == ["kubectl", "cordon", entry["host"]]
         assert commands[("kubernetes", "taint")][:4] == ["kubectl", "taint", "nodes", entry["host"]]
     hosts = sorted(entry["host"] for entry in report["suspect_hosts"])
-    exclude = next(item for item in report["exclude_all"] if item["system"] == "slurm")["command"]
-    assert sorted(shlex.split(exclude)[1].split("=", 1)[1].split(",")) == hosts
+    commands = {(item["system"], item["action"]): shlex.split(item["command"]) for item in report["exclude_all"]}
+    assert sorted(commands[("slurm", "exclude")][1].split("=", 1)[1].split(",")) == hosts
+    assert sorted(commands[("slurm", "drain")][2].split("=", 1)[1].split(",")) == hosts

@@ -10,7 +10,7 @@ import pytest
 
 from firstfault.errors import UsageError
 from firstfault.fleet.fingerprint import fingerprint
-from firstfault.fleet.hardware import HARDWARE, HOST_FAULT_WEIGHTS, host_fault_weight
+from firstfault.fleet.hardware import HARDWARE, host_fault_weight, host_fault_weights
 from firstfault.fleet.hosts import rank_hosts
 from firstfault.fleet.jobs import find_jobs
 from firstfault.fleet.stats import binomial_upper_tail
@@ -22,24 +22,25 @@ from .rows import fleet_rows
 NEVER_BLAMED_CATEGORIES = {"framework", "data", "numerics", "serving", "environment", "memory"}
 
 
-def test_host_faults_are_knowledge_base_entries_of_device_or_network():
+def test_host_faults_come_from_the_knowledge_base_s_actions():
     kb = load_knowledge_base()
-    for entry_id, weight in HOST_FAULT_WEIGHTS.items():
-        entry = kb.get(entry_id)
-        assert entry.id == entry_id, f"{entry_id} was renamed to {entry.id}"
-        assert entry.category in ("device", "network"), entry_id
-        assert 0 < weight <= HARDWARE
-    tagged = {entry.id for entry in kb.entries if "hardware" in (entry.get("tags") or []) and entry.category in ("device", "network")}
-    assert tagged <= set(HOST_FAULT_WEIGHTS), f"entries tagged hardware but not host faults: {tagged - set(HOST_FAULT_WEIGHTS)}"
+    weights = host_fault_weights(kb)
+    for entry_id in ("gpu-fallen-off-bus", "gpu-ecc-error", "nvlink-error", "nccl-ib-async-error"):
+        assert weights[entry_id] == HARDWARE, entry_id  # the host's hardware: exclude it
+    assert weights["nccl-ib-timeout"] == 0.5  # retries exhausted: transient, a pattern when it recurs on one host
+    for entry_id, weight in weights.items():
+        assert kb.get(entry_id).category in ("device", "network"), entry_id
     for entry in kb.entries:
         if entry.category in NEVER_BLAMED_CATEGORIES:
             assert host_fault_weight(entry.id, entry.id) == 0, entry.id
+    assert host_fault_weight("preempted-sigterm", "preempted-sigterm") == 0  # restart, but nobody's host
 
 
 def test_weights_follow_the_entry_then_its_core_class():
     assert host_fault_weight("gpu-fallen-off-bus", "gpu-fallen-off-bus") == 1.0
-    assert host_fault_weight("nccl-ib-timeout", "some-future-ib-entry") == 1.0
-    assert host_fault_weight("cuda-launch-failure", None) == 0.5
+    assert host_fault_weight("nccl-ib-timeout", "nccl-ib-async-error") == 1.0
+    assert host_fault_weight("gpu-ecc-error", "an-entry-since-removed") == 1.0
+    assert host_fault_weight("cuda-launch-failure", None) == 0
     for code in ("user-code-exception", "cuda-oom", "cuda-device-side-assert", "loss-nan", "cuda-illegal-memory-access"):
         assert host_fault_weight(code, code) == 0
 
@@ -133,7 +134,7 @@ def test_min_jobs_and_the_node_condition_weight():
     three = rank_hosts(fleet_rows({"gpu-02": ("gpu-ecc-error", 3)}))
     assert [entry["host"] for entry in three.suspects] == ["gpu-02"]
     assert rank_hosts(fleet_rows({"gpu-02": ("gpu-ecc-error", 3)}), min_jobs=4).suspects == []
-    half = rank_hosts(fleet_rows({"gpu-02": ("cuda-launch-failure", 3)}))
+    half = rank_hosts(fleet_rows({"gpu-02": ("nccl-ib-timeout", 3)}))
     assert half.suspects == [] or half.suspects[0]["score"] < three.suspects[0]["score"]
     assert (half.suspects or half.watch)[0]["weighted_failures"] == 1.5
 

@@ -5,8 +5,8 @@
 The test, per host h:
 - n_h: the jobs whose logs show h (any outcome);
 - w_h: the weighted count of jobs whose failure started on h and is the host's doing
-  (hardware.host_fault_weight: hardware 1, node conditions 0.5; code, data and framework
-  failures 0, so they never count against a host);
+  (hardware.host_fault_weight, from the knowledge base's `action`: hardware 1, transient
+  device/network faults 0.5; code, data and framework failures 0: never against a host);
 - base rate p_h: the weighted failures per job-host of the ordinary hosts, (W' + 0.5) / (N' + 1)
   over every host but h and the suspects found so far, so that neither h nor other bad hosts
   raise its bar (the 0.5 keeps p_h above 0 in a fleet with no other host faults); the test is

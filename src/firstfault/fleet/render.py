@@ -62,7 +62,7 @@ def host_line(entry: dict) -> str:
 def _host_kind(entry: dict) -> str:
     if entry["hardware"]:
         return "hardware"
-    return "node condition" if entry["host_weight"] > 0 else "never blamed on a host"
+    return "transient hardware" if entry["host_weight"] > 0 else "never blamed on a host"
 
 
 def render_terminal(report: dict, color: bool = False) -> str:

@@ -54,7 +54,7 @@ def build_report(rows: list[dict], *, table: str | None = None, min_jobs: int = 
             "name": "binomial upper tail, Bonferroni-corrected",
             "min_jobs": ranking.min_jobs, "alpha": ranking.alpha, "p_value_below": ranking.threshold,
             "fleet_rate": ranking.fleet_rate,
-            "weights": "hardware 1, node conditions 0.5, code/data/framework 0 (never blamed on a host)",
+            "weights": "exclude-host entries 1, transient device/network faults 0.5, code/data/configuration 0 (never blamed on a host)",
         },
         "suspect_hosts": ranking.suspects,
         "watch_hosts": ranking.watch,

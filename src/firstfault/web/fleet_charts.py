@@ -4,7 +4,7 @@
   (the classes with the most failed jobs, the rest as "other"; hardware classes in reds at the
   bottom, the others in blues), the week's job count under it, and a legend;
 - `class_chart`: one horizontal bar per failure class, coloured by what it says about hosts
-  (hardware, node condition, never blamed on a host).
+  (hardware, transient hardware or fabric, never blamed on a host).
 Colours come from CSS classes (the CSP forbids inline style); every bar has a <title> tooltip.
 """
 from __future__ import annotations
