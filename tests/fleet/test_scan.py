@@ -102,3 +102,14 @@ def test_archives_are_jobs_and_bad_entries_are_reported(small_fleet, dask_client
     assert rows[hardware]["initiating_host"] == truth["jobs"][hardware]["initiating_host"]
     assert rows["broken"]["status"] == "error" and rows["broken"]["error"]
     assert [path for path, _ in result.errors] == [str(jobs / "broken.tar.gz")]
+
+
+def test_scan_through_an_existing_scheduler(small_fleet, dask_client, tmp_path):
+    root, truth = small_fleet
+    some = sorted(truth["jobs"])[:4]
+    jobs = tmp_path / "jobs"
+    for job_id in some:
+        shutil.copytree(root / "jobs" / job_id, jobs / job_id)
+    result = scan_fleet([str(jobs)], str(tmp_path / "fleet.parquet"), scheduler=dask_client.scheduler.address)
+    assert (result.diagnosed, result.workers) == (4, 2)
+    assert sorted(row["job_id"] for row in read_rows(tmp_path / "fleet.parquet")) == some

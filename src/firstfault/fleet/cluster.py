@@ -61,9 +61,15 @@ def open_client(scheduler: str | None = None, scheduler_file: str | None = None,
         finally:
             client.close()
         return
-    count = workers or default_workers()
+    count = workers if workers is not None else default_workers()
     if count < 1:
         raise UsageError(f"--workers {count}: need at least one worker")
+    from dask.utils import parse_bytes
+
+    try:
+        parse_bytes(memory_limit)
+    except (ValueError, TypeError):
+        raise UsageError(f"--memory-limit {memory_limit!r} is not a size", "e.g. 4GiB or 2000MB") from None
     cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, memory_limit=memory_limit,
                            dashboard_address=LOCAL_HTTP_ADDRESS, silence_logs=logging.ERROR)
     client = Client(cluster)

@@ -5,9 +5,11 @@ Formats follow the lab's real torchrun runs (tests/fixtures/real: the `--tee` pr
 ChildFailedError report) and the knowledge base's signature examples for what a CPU run cannot
 produce: NCCL `host:pid:tid [local_rank]` lines and their init line with the GPU's `busId`, the
 watchdog timeout, kernel `NVRM: Xid` lines in `dmesg -T` form (79 fallen off the bus, 48 DBE,
-63 row remapping), NCCL's IB async `port error` and completion error 12. Each node writes its own
-console (`node<K>.log`) and its kernel log (`dmesg-<host>.txt`), so the host of every line comes
-from the logs themselves, as on a real cluster.
+63 row remapping), NCCL's IB async `port error` with the flushed completions (status 5) on the
+node whose port went down and retries exhausted (status 12) on its peers. NCCL's WARN lines carry
+the source location (`transport/net_ib.cc:1296 NCCL WARN`), as NCCL prints them. Each node
+writes its own console (`node<K>.log`) and its kernel log (`dmesg-<host>.txt`), so the host of
+every line comes from the logs themselves, as on a real cluster.
 """
 from __future__ import annotations
 
@@ -228,11 +230,13 @@ def gpu_fault(log: NodeLog, dmesg: list[str], kind: str, local: int, at: float) 
 
 
 def ib_port_error(log: NodeLog, local: int, at: float, peer_ip: str) -> None:
-    """The node's HCA port goes down: NCCL's async event, then the work requests in flight fail."""
+    """The node's HCA port goes down: NCCL's async event; the queue pairs on the port go to the
+    error state, so the node's own work requests in flight are flushed (completion status 5),
+    while its peers' retries to it run out (status 12, ib_peer_errors)."""
     log.info(local, at, f"epoch 0: rank {log.global_rank(local)} step {int(at) % 5000} data batch loaded")
     log.nccl(local, "transport/net_ib.cc:105 NCCL WARN NET/IB : Got async event : port error")
-    log.nccl(local, f"transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer {peer_ip}<47534> with error 12, "
-                    f"opcode 0, len 0, vendor err 129 (Recv)")
+    log.nccl(local, f"transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer {peer_ip}<47534> with error 5, "
+                    f"opcode 48, len 32764, vendor err 244 (Recv)")
 
 
 def ib_peer_errors(log: NodeLog, at: float, faulty_ip: str) -> None:
