@@ -346,3 +346,29 @@ def test_every_rule_of_the_table_has_a_test_here():
     missing = [item.id for _stage, item in all_rules()
                if not any(name.startswith("test_" + item.id.replace("-", "_")) for name in tests)]
     assert missing == []
+
+
+def _stack(rank, source, line, funcs, marker="KeyboardInterrupt", ops=()):
+    frames = [context("stack-frame", line - 2 * (len(funcs) - index), rank=rank, source=source,
+                      captures={"file": f"/src/{func}.py", "func": func}, text=f'File "/src/{func}.py", line 3, in {func}')
+              for index, func in enumerate(funcs)]
+    op_lines = [context("frame", line - 1, rank=rank, source=source, captures={"op": op}) for op in ops]
+    return [*frames, *op_lines, context("hang-stack-marker", line, rank=rank, source=source, text=marker)]
+
+
+def test_hang_stacks_differ_evaluation_against_backward_is_uneven_batches():
+    matches = []
+    for rank in range(3):
+        matches += _stack(rank, f"rank{rank}.log", 40, ["main", "backward", "run_backward"], ops=("run_backward",))
+    matches += _stack(3, "rank3.log", 40, ["main", "evaluate", "gather", "all_gather"], ops=("all_gather",))
+    built = facts(matches)
+    decided = rule("hang-stacks-differ").apply(built, start(built))
+    assert decided.primary == "uneven-batches-hang" and decided.initiating.line.origin.rank == 3
+
+
+def test_hang_stacks_differ_a_collective_only_one_rank_calls_is_a_mismatch():
+    matches = _stack(0, "rank0.log", 40, ["train", "save_checkpoint", "_checkpoint_tag_validation"])
+    matches += _stack(1, "rank1.log", 40, ["train", "backward", "all_reduce"], ops=("all_reduce",))
+    built = facts(matches)
+    decided = rule("hang-stacks-differ").apply(built, start(built))
+    assert decided.primary == "collective-mismatch" and decided.initiating.line.origin.rank == 0

@@ -1,6 +1,7 @@
 """The real lab cases kept under tests/fixtures/real/: well-formed, small, and diagnosed as injected.
 
-No torch needed: the logs were produced once by tests/lab/make_fixtures.py.
+No torch needed: the logs were produced once by tests/lab/make_fixtures.py. A case the engine knowingly
+misses carries `known_miss:` (why) in its case.yaml; its diagnosis test is xfail(strict=False).
 """
 from __future__ import annotations
 
@@ -37,7 +38,13 @@ def test_fixture_is_a_well_formed_small_case(case_dir):
     assert sum(path.stat().st_size for path in case_dir.rglob("*") if path.is_file()) < 50_000
 
 
-@pytest.mark.parametrize("case_dir", CASES, ids=lambda path: path.name)
+def _with_known_misses(cases):
+    """A case the engine knowingly misses says why in its case.yaml (`known_miss:`): xfail, kept."""
+    return [pytest.param(path, marks=pytest.mark.xfail(strict=False, reason=_case(path)["known_miss"]))
+            if _case(path).get("known_miss") else path for path in cases]
+
+
+@pytest.mark.parametrize("case_dir", _with_known_misses(CASES), ids=lambda path: path.name)
 def test_fixture_is_diagnosed_as_injected(case_dir):
     expect = _case(case_dir)["expect"]
     contract = diagnose_case(case_dir)

@@ -1,8 +1,12 @@
 """Every lab scenario, run for real (CPU, gloo) and diagnosed; the truth comes from the injection.
 
-One run per scenario by default, spread over the four layouts and world sizes 2-4 (the scenario
+One run per scenario by default, spread over the five layouts and world sizes 2-4 (the scenario
 table's defaults plus LAYOUT_VARIANTS). FIRSTFAULT_LAB_MATRIX=1 runs every scenario in every layout it
 supports instead (slow: not for CI).
+
+Each run is checked twice: the lab's own checks (the run ended, the fault fired: always strict), then
+the engine's diagnosis against the injected truth. Runs the engine knowingly misses today are in
+KNOWN_MISSES with the reason: their diagnosis test is xfail(strict=False), never deleted.
 """
 from __future__ import annotations
 
@@ -27,7 +31,26 @@ LAYOUT_VARIANTS = [
     ("sigkill-rank", "plain", 3, 2),
     ("port-in-use", "tee", 2, 1),
     ("rendezvous-missing-member", "twonode", 2, 1),
+    ("exc-missing-key", "srun", 3, 2),
+    ("hang-checkpoint-time-limit", "plain", 3, 2),
+    ("time-limit-healthy", "srun", 2, 0),
 ]
+
+# run id -> why the engine misses it today (the lead is rewriting the verdict; these should move).
+_TIME_LIMIT = "the Slurm time-limit line is taken for the cause (preempted-sigterm, no rank); "
+KNOWN_MISSES: dict[str, str] = {
+    "native-abort-logdir-ws2-r0": "SIGABRT (exitcode -6) with no Python traceback is not recognised (status unknown)",
+    "native-cxx-terminate-srun-ws4-r3": "libstdc++'s 'terminate called after throwing' and srun's 'Aborted' are "
+                                        "not recognised (status unknown)",
+    "native-fpe-srun-ws2-r1": "native-crash without a rank: srun's 'task 1: Floating point exception' names it",
+    "hang-checkpoint-time-limit-tee-ws2-r1": _TIME_LIMIT + "rank 1 hung writing its checkpoint shard first",
+    "hang-checkpoint-time-limit-plain-ws3-r2": _TIME_LIMIT + "rank 2 hung writing its checkpoint shard first",
+    "hang-eval-time-limit-srun-ws3-r0": _TIME_LIMIT + "rank 0 hung in its evaluation first",
+    "collective-mismatch-extra-barrier-plain-ws3-r0": "called uneven-batches-hang: the ranks had equal batches, rank 0 "
+                                                      "alone called an extra barrier",
+    "p2p-deadlock-twonode-ws4-r1": "which rank times out first in the send/send deadlock varies; the engine names "
+                                   "the first to fail, not rank 1 that took the wrong order",
+}
 
 
 def _runs():
@@ -52,19 +75,43 @@ def _logs_text(case_dir):
     return "\n".join(path.read_text(errors="replace") for path in (case_dir / "logs").rglob("*") if path.is_file())
 
 
-@pytest.mark.parametrize("run", _runs(), ids=_run_id)
-def test_scenario_is_diagnosed_as_injected(run, tmp_path):
-    from firstfault.lab.runner import diagnose_case, judge, run_scenario
+@pytest.fixture(scope="module")
+def lab_runs(tmp_path_factory):
+    """Each run is made once and shared by the lab's check and the engine's."""
+    from firstfault.lab.runner import run_scenario
 
-    name, layout, world_size, rank = run
-    scenario = get(name)
-    lab_run = run_scenario(scenario, out_dir=tmp_path / _run_id(run), layout=layout, world_size=world_size, rank=rank)
-    # The lab's own checks first: the run ended by itself and the fault really fired.
+    made = {}
+
+    def make(run):
+        if run not in made:
+            name, layout, world_size, rank = run
+            out_dir = tmp_path_factory.mktemp("lab") / _run_id(run)
+            made[run] = run_scenario(get(name), out_dir=out_dir, layout=layout, world_size=world_size, rank=rank)
+        return made[run]
+
+    return make
+
+
+@pytest.mark.parametrize("run", _runs(), ids=_run_id)
+def test_scenario_runs_as_injected(run, lab_runs):
+    scenario = get(run[0])
+    lab_run = lab_runs(run)
     assert not lab_run.timed_out, lab_run.actions
     assert re.search(scenario.evidence, _logs_text(lab_run.out_dir)), f"the injected fault left no {scenario.evidence!r}"
     failed = any(code != 0 for code in lab_run.exit_codes.values())
     assert failed == (scenario.expect_class != "healthy"), lab_run.exit_codes
-    # Then the engine, against the injected truth.
+
+
+def _with_known_misses(runs):
+    return [pytest.param(run, marks=pytest.mark.xfail(strict=False, reason=KNOWN_MISSES[_run_id(run)]))
+            if _run_id(run) in KNOWN_MISSES else run for run in runs]
+
+
+@pytest.mark.parametrize("run", _with_known_misses(_runs()), ids=_run_id)
+def test_scenario_is_diagnosed_as_injected(run, lab_runs):
+    from firstfault.lab.runner import diagnose_case, judge
+
+    lab_run = lab_runs(run)
     contract = diagnose_case(lab_run.out_dir)
     assert judge(contract, lab_run.expect) == [], contract.get("primary")
 

@@ -41,9 +41,10 @@ def run_list(args) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     width = max(len(s.name) for s in SCENARIOS)
+    class_width = max(len(s.expect_class) for s in SCENARIOS)
     for scenario in SCENARIOS:
         fix = f"  [fix: {' '.join(scenario.fix_args)}]" if scenario.fixable else ""
-        print(f"{scenario.name:<{width}}  {scenario.expect_class:<28}  {scenario.description}{fix}")
+        print(f"{scenario.name:<{width}}  {scenario.expect_class:<{class_width}}  {scenario.description}{fix}")
     print(f"\n{len(SCENARIOS)} scenarios; run one with: firstfault lab run NAME [--layout L] [--world-size N] [--rank R]")
     return 0
 

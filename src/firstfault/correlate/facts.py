@@ -12,6 +12,7 @@ from ..match.context import FRAME_SIGNATURES, LAUNCHER_FAILED
 from ..model import InputSummary, Match
 from .activity import StreamActivity
 from .events import Incident, incidents, line_winners, time_key
+from .hang_stacks import HangStack, hang_stacks
 from .hosts import JobHosts
 from .hangs import TIMEOUT_ENTRY, is_disconnect
 from .nonfatal import without_nonfatal
@@ -49,6 +50,11 @@ class Facts:
     @property
     def frames(self) -> tuple[Match, ...]:
         return tuple(match for match in self.matches if match.signature.name in FRAME_SIGNATURES)
+
+    @property
+    def hang_stacks(self) -> tuple[HangStack, ...]:
+        """Stacks of hung processes the logs show (Ctrl-C tracebacks, faulthandler dumps)."""
+        return hang_stacks(self.matches)
 
     @property
     def launcher_failures(self) -> tuple[Match, ...]:

@@ -7,12 +7,11 @@ lines of such a traceback, from its header to its exception line, are dropped be
 """
 from __future__ import annotations
 
-from ..match.context import FAILURE_SIGNATURES, NONFATAL
+from ..match.context import FAILURE_SIGNATURES, NONFATAL, TRACEBACK_HEADER
 from ..model import Match
 
 REGION_LINES = 60  # a traceback longer than this after its header is not the same one
 EXCEPTION_LINE = "python-exception-line"
-TRACEBACK_HEADER = "failed-traceback"
 
 
 def without_nonfatal(matches: list[Match]) -> list[Match]:

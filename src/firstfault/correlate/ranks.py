@@ -135,6 +135,8 @@ class _FileContext:
             local = int(hit.captures["local"])  # the launcher names the local rank that failed
             if prefix.task is not None and rank == prefix.task:
                 rank = None  # the srun task around a launcher's report is its node, not a rank
+        if prefix.rank_from_task and scan.global_ranks - scan.srun_tasks:
+            rank = None  # the file's other lines carry [rankN] prefixes: its srun tasks are nodes
         if prefix.task is not None and local is not None and rank is None and self.world:
             offset = prefix.task * self.world  # srun started one launcher per node: task = node
         if rank is None and local is not None and offset is not None:
@@ -162,6 +164,8 @@ def ranks_seen(scans: list[FileScan], matches: list[Match]) -> list[int]:
         offset = _file_offset(scan, world)
         if offset is not None:
             ranks.update(local + offset for local in scan.local_ranks)
+        if scan.hints.local_rank is not None and scan.input.relative and (offset is not None or not scan.hints.node_rank):
+            ranks.add(scan.hints.local_rank + (offset or 0))  # a rank's own file, even if it printed no error
     return sorted(ranks)
 
 

@@ -33,7 +33,9 @@ def classify(path: str, head: bytes) -> str | None:
     name = os.path.basename(path).lower()
     if any(marker in name for marker in _DUMP_NAMES) and head.lstrip()[:1] == b"{":
         return FLIGHT_RECORDER_KIND
-    if looks_like_stacks(head):
+    if looks_like_stacks(head) and b"Fatal Python error: " not in head:
+        # faulthandler's stacks after "Fatal Python error:" report a crash: a log, not a dump
+        # taken of a live process
         return STACKS_KIND
     return None
 

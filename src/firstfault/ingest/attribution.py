@@ -52,6 +52,7 @@ class LinePrefix:
     host: str | None = None
     task: int | None = None
     offset: int = 0
+    rank_from_task: bool = False  # the rank is the srun task label (no rank prefix of its own)
 
 
 PREFIX_WINDOW = 256  # prefixes live at the start; bounding the text keeps the regexes linear
@@ -103,7 +104,7 @@ def parse_prefix(line: str) -> LinePrefix:
     if rank is None and local_rank is None and task is not None:
         # srun --label prints the task id: the global rank when srun starts one task per rank; with
         # a local-rank prefix inside it, srun started one launcher per node and the task is the node
-        rank = task
+        return LinePrefix(rank=task, local_rank=None, host=host, task=task, offset=position, rank_from_task=True)
     return LinePrefix(rank=rank, local_rank=local_rank, host=host, task=task, offset=position)
 
 
@@ -183,8 +184,16 @@ def _host_from_parts(parts: tuple[str, ...]) -> str | None:
     return None
 
 
+# NCCL names ranks within a process group: only the default group's rank is the global rank.
+_GROUP_RANK = re.compile(r"\[PG ID \d+ PG GUID \d+(?:\((?!default_pg\))[^)]{0,60}\))? Rank \d+\]|\[Rank \d+\](?= Watchdog caught)")
+
+
 def rank_mentioned(text: str) -> int | None:
-    """A rank named in the message itself ("rank 3", "Rank=3"), used as a last resort."""
+    """A rank named in the message itself ("rank 3", "Rank=3"), used as a last resort; a rank
+    within a process group other than the default one is not a global rank."""
+    if "PG ID" in text:
+        if _GROUP_RANK.search(text) and "default_pg" not in text:
+            return None
     match = _RANK_IN_TEXT.search(text)
     return int(match.group(1) or match.group(2)) if match else None
 

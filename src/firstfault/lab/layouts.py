@@ -9,7 +9,9 @@ them, bounds them in time and keeps the files. The layouts are the ways people k
 - `twonode`: two torchrun agents as two "nodes" (`--nnodes 2 --node-rank K`, c10d rendezvous,
   role `trainer`), each agent's console in `node<K>.log`;
 - `plain`: one process per rank started by a shell line with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT,
-  its output redirected to `rank<R>.log`; no launcher, no prefixes.
+  its output redirected to `rank<R>.log`; no launcher, no prefixes;
+- `srun`: one task per rank as `srun --label` starts them (SLURM_PROCID/SLURM_NTASKS, no torchrun), every
+  task's lines in one `slurm-<job id>.out` prefixed `<task>: `, with srun's own reports (slurm.py).
 """
 from __future__ import annotations
 
@@ -19,13 +21,16 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-LAYOUTS = ("tee", "logdir", "twonode", "plain")
+from .slurm import SlurmJob
+
+LAYOUTS = ("tee", "logdir", "twonode", "plain", "srun")
 
 LAYOUT_HELP = {
     "tee": "combined torchrun console (--tee 3), lines prefixed [default<local_rank>]:",
     "logdir": "torchrun --log-dir: per-rank stdout.log/stderr.log plus the launcher console",
     "twonode": "two torchrun agents as two nodes (--nnodes 2, c10d rendezvous), node<K>.log each",
     "plain": "per-rank python processes with RANK/WORLD_SIZE env, output redirected to rank<R>.log",
+    "srun": "srun --label style: one task per rank (SLURM_PROCID), all lines in slurm-<job>.out prefixed '<task>: '",
 }
 
 
@@ -38,7 +43,8 @@ class Process:
     log_file: Path  # stdout and stderr together, as a console or `> file 2>&1` would keep them
     env: dict = field(default_factory=dict)
     node: int | None = None  # the node of a two-node agent
-    rank: int | None = None  # the global rank of a plain process
+    rank: int | None = None  # the global rank of a plain process or srun task
+    srun_task: bool = False  # its output goes through srun's labelled forwarding (slurm.JobOutput)
 
 
 @dataclass
@@ -64,6 +70,7 @@ def plan_launch(
     skip_node: int | None = None,
     skip_rank: int | None = None,
     rdzv_timeout: float | None = None,
+    slurm_job: SlurmJob | None = None,
 ) -> LaunchPlan:
     """The processes that run `script` with `world_size` ranks in `layout`, writing under `logs_dir`."""
     if layout == "tee":
@@ -115,13 +122,28 @@ def plan_launch(
         return LaunchPlan(layout, processes,
                           "one shell line per rank with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set, "
                           "output redirected to logs/rank<R>.log (no prefixes; the rank is only in the file name)")
+    if layout == "srun":
+        job = slurm_job or SlurmJob.new()
+        processes = []
+        for rank in range(world_size):
+            if rank == skip_rank:
+                continue
+            # what an sbatch script exports before `srun --label python train.py`; the script reads SLURM_PROCID
+            env = {**job.task_env(rank, world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+            processes.append(Process(f"task{rank}", [python, script, *script_args], logs_dir / job.output_name,
+                                     env=env, rank=rank, srun_task=True))
+        return LaunchPlan(layout, processes,
+                          f"one task per rank as srun --label --ntasks {world_size} starts them (SLURM_PROCID, "
+                          f"SLURM_NTASKS, MASTER_ADDR/MASTER_PORT exported; no torchrun); every task's lines in "
+                          f"logs/{job.output_name} prefixed '<task>: '; the lab plays srun (its labelling and its "
+                          f"task-exit lines, in Slurm's formats) on node {job.node}")
     raise ValueError(f"unknown layout {layout!r}; choose from {', '.join(LAYOUTS)}")
 
 
 def base_env() -> dict:
     """The environment every process gets: ours, minus anything that would change torch's behaviour."""
     env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("TORCH_", "NCCL_", "GLOO_", "MASTER_", "PYTORCH_"))
+           if not key.startswith(("TORCH_", "NCCL_", "GLOO_", "MASTER_", "PYTORCH_", "SLURM_", "SLURMD_"))
            and key not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK")}
     env["PYTHONUNBUFFERED"] = "1"
     return env

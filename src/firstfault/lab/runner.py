@@ -5,12 +5,12 @@
     problems = judge(contract, run.expect)     # [] when the diagnosis matches the injected truth
 
 Every process runs in its own session and has a hard wall-clock limit: at the deadline the whole
-process group is killed. Progress goes to `observer` (a callable taking one line), never to print.
+process tree is killed. Progress goes to `observer` (a callable taking one line), never to print.
+The parts played outside the job (scheduler, OOM killer, mirrors) are in drivers.py and slurm.py.
 """
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import shutil
 import signal
 import socket
@@ -23,11 +23,14 @@ from pathlib import Path
 
 import yaml
 
-from .layouts import LAYOUT_HELP, LaunchPlan, Process, base_env, plan_launch
+from . import drivers, processes
+from .layouts import LAYOUT_HELP, LaunchPlan, base_env, plan_launch
 from .scenarios import Scenario
+from .slurm import JobOutput, SlurmJob
 
 SCRIPT = str(Path(__file__).with_name("train.py"))
-RANK_INFO_ENV = "RANK_INFO_DIR"  # train.py writes the node of each rank there (truth for twonode runs)
+RANK_INFO_ENV = "RANK_INFO_DIR"  # train.py writes each rank's node and pid there (truth for twonode runs)
+MARKER = "reached-step"  # rank 0 reached --marker-step, or an injected fault fired (--fault-marker)
 
 
 class LabError(Exception):
@@ -48,6 +51,7 @@ class LabRun:
     actions: list = field(default_factory=list)  # what the driver did, for the notes
     timed_out: bool = False
     seconds: float = 0.0
+    slurm_job: SlurmJob | None = None  # the emulated Slurm job, where the layout or a driver plays Slurm
 
     @property
     def case_id(self) -> str:
@@ -82,8 +86,9 @@ def choose(scenario: Scenario, layout: str | None, world_size: int | None, rank:
 
 
 def expected_truth(scenario: Scenario, *, world_size: int, rank: int, second_rank: int | None,
-                   fixed: bool, node_of_rank: dict[int, int]) -> dict:
-    """The case's `expect:` block, from the injection alone."""
+                   fixed: bool, node_of_rank: dict[int, int], host: str | None = None) -> dict:
+    """The case's `expect:` block, from the injection alone. `host`: the node the logs name (Slurm's
+    lines do), which is where the faulty rank ran."""
     if fixed:
         return {"class": "healthy", "also_acceptable": [], "initiating_rank": None,
                 "initiating_host": None, "collateral_ranks": []}
@@ -95,80 +100,18 @@ def expected_truth(scenario: Scenario, *, world_size: int, rank: int, second_ran
     else:
         collateral = []
     return {"class": scenario.expect_class, "also_acceptable": list(scenario.also_acceptable),
-            "initiating_rank": initiating, "initiating_host": None, "collateral_ranks": collateral}
+            "initiating_rank": initiating, "initiating_host": host if initiating is not None else None,
+            "collateral_ranks": collateral}
 
 
-def _script_args(scenario: Scenario, *, rank: int, second_rank: int | None, work: Path, fixed: bool) -> list[str]:
-    values = {"rank": rank, "second_rank": second_rank, "work": work}
+def _script_args(scenario: Scenario, *, rank: int, second_rank: int | None, work: Path, fixed: bool,
+                 download_url: str = "<mirror>") -> list[str]:
+    values = {"rank": rank, "second_rank": second_rank, "work": work, "download_url": download_url}
     args = [part.format(**values) for part in scenario.train_args]
     args += ["--pg-timeout", str(scenario.pg_timeout)]
     if fixed:
         args += list(scenario.fix_args)  # argparse: the last value of a repeated option wins
     return args
-
-
-def _prepare(scenario: Scenario, work: Path, actions: list) -> None:
-    if scenario.driver not in ("stale-checkpoint", "truncated-checkpoint"):
-        return
-    from . import train  # needs torch, like everything the lab runs
-
-    (work / "checkpoints").mkdir()
-    path = work / "checkpoints" / "last.pt"
-    if scenario.driver == "stale-checkpoint":
-        train.write_checkpoint(str(path), hidden=48)
-        actions.append("wrote checkpoints/last.pt from a model with hidden size 48")
-    else:
-        train.write_checkpoint(str(path), truncate_to=0.8)
-        actions.append("wrote checkpoints/last.pt and truncated it to 80% of its size")
-
-
-def _stale_store(port: int):
-    """A TCPStore server holding `port`, as one left over from an earlier run of the job would."""
-    from datetime import timedelta
-
-    from torch.distributed import TCPStore
-
-    return TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=5))
-
-
-def _start(process: Process, env: dict, work: Path) -> subprocess.Popen:
-    process.log_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(process.log_file, "wb") as console:
-        return subprocess.Popen(process.command, stdout=console, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env={**env, **process.env}, cwd=work, start_new_session=True)
-
-
-def _signal_group(popen: subprocess.Popen, signum: int) -> None:
-    try:
-        os.killpg(popen.pid, signum)
-    except ProcessLookupError:
-        pass
-
-
-def _descendants(root_pid: int) -> list[int]:
-    """Every process below `root_pid` (torchrun starts its workers in sessions of their own)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, queue = [], [root_pid]
-    while queue:
-        for child in children.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return found
-
-
-def _kill_tree(popen: subprocess.Popen) -> None:
-    for pid in _descendants(popen.pid):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    _signal_group(popen, signal.SIGKILL)
 
 
 def _sigterm_targets(plan: LaunchPlan, started: dict) -> list[tuple[str, subprocess.Popen, bool]]:
@@ -179,35 +122,92 @@ def _sigterm_targets(plan: LaunchPlan, started: dict) -> list[tuple[str, subproc
     return [(name, started[name], False)]
 
 
-def _supervise(plan: LaunchPlan, started: dict, scenario: Scenario, work: Path, run: LabRun, deadline: float) -> None:
-    marker = work / "reached-step"
-    signalled = False
-    while any(popen.poll() is None for popen in started.values()):
+@dataclass
+class _Supervision:
+    """One run in progress: its processes and the parts the lab plays around it."""
+
+    plan: LaunchPlan
+    started: dict[str, subprocess.Popen]
+    scenario: Scenario
+    run: LabRun
+    work: Path
+    logs_dir: Path
+    rank_info: Path
+    started_at: float
+    job_output: JobOutput | None = None
+    reported: set = field(default_factory=set)
+    cancelled: bool = False
+
+    def elapsed(self) -> str:
+        return f"t={time.monotonic() - self.started_at:.1f}s"
+
+
+def _act_on_marker(sup: _Supervision, marker: Path, seen_at: float) -> bool:
+    """The driver's move once the marker is there; True when it has acted."""
+    driver = sup.scenario.driver
+    if driver == "sigterm-launcher":
+        for name, popen, whole_group in _sigterm_targets(sup.plan, sup.started):
+            if whole_group:
+                processes.signal_group(popen, signal.SIGTERM)
+            else:
+                popen.send_signal(signal.SIGTERM)
+            sup.run.actions.append(f"sent SIGTERM to {name} at {sup.elapsed()}")
+        return True
+    if driver == "oom-killer":
+        victim = int(marker.read_text().split()[1])
+        drivers.oom_kill(sup.rank_info, victim, sup.logs_dir / "dmesg.txt", sup.run.actions)
+        return True
+    if driver == "time-limit" and time.monotonic() >= seen_at + sup.scenario.cancel_after:
+        if sup.job_output is None:  # torchrun's console has its own file; sbatch's output keeps Slurm's lines
+            sup.job_output = JobOutput(sup.logs_dir / sup.run.slurm_job.output_name)
+        after = "the fault fired" if sup.scenario.initiator == "fault" else "rank 0 reached the marker step"
+        sup.run.actions.append(f"the scheduler cancelled the job at {sup.elapsed()}, "
+                               f"{sup.scenario.cancel_after:.0f} s after {after}")
+        drivers.cancel_job(sup.run.slurm_job, sup.scenario.cancel_reason, sup.started, sup.job_output,
+                           srun_step=sup.plan.layout == "srun", actions=sup.run.actions)
+        sup.cancelled = True
+        return True
+    return driver not in ("sigterm-launcher", "oom-killer", "time-limit")
+
+
+def _report_task_exits(sup: _Supervision) -> None:
+    """srun's line for each task that ended badly, after the task's last output."""
+    for process in sup.plan.processes:
+        popen = sup.started[process.name]
+        if not process.srun_task or process.name in sup.reported or popen.poll() is None:
+            continue
+        sup.reported.add(process.name)
+        sup.job_output.drain(process.rank)
+        line = sup.run.slurm_job.task_exit_line(process.rank, popen.returncode, sup.cancelled)
+        if line:
+            sup.job_output.write_line(line)
+
+
+def _supervise(sup: _Supervision) -> None:
+    deadline = sup.started_at + sup.scenario.wall_timeout
+    marker = sup.work / MARKER
+    seen_at, acted = None, False
+    while any(popen.poll() is None for popen in sup.started.values()):
         if time.monotonic() > deadline:
-            run.timed_out = True
-            for popen in started.values():
-                _kill_tree(popen)
-            run.actions.append(f"hard timeout after {scenario.wall_timeout:.0f} s: killed every process")
+            sup.run.timed_out = True
+            for popen in sup.started.values():
+                processes.kill_tree(popen)
+            sup.run.actions.append(f"hard timeout after {sup.scenario.wall_timeout:.0f} s: killed every process")
             break
-        if scenario.driver == "sigterm-launcher" and not signalled and marker.exists():
-            for name, popen, whole_group in _sigterm_targets(plan, started):
-                if whole_group:
-                    _signal_group(popen, signal.SIGTERM)
-                else:
-                    popen.send_signal(signal.SIGTERM)
-                run.actions.append(f"sent SIGTERM to {name} at t={time.monotonic() - (deadline - scenario.wall_timeout):.1f}s")
-            signalled = True
+        if seen_at is None and marker.exists():
+            seen_at = time.monotonic()
+        if seen_at is not None and not acted:
+            acted = _act_on_marker(sup, marker, seen_at)
+        _report_task_exits(sup)
         time.sleep(0.05)
-    for name, popen in started.items():
+    for name, popen in sup.started.items():
         popen.wait()
-        run.exit_codes[name] = popen.returncode
+        sup.run.exit_codes[name] = popen.returncode
+    _report_task_exits(sup)
 
 
 def _node_of_rank(rank_info: Path) -> dict[int, int]:
-    nodes = {}
-    for path in rank_info.glob("*"):
-        nodes[int(path.name)] = int(path.read_text().strip() or 0)
-    return nodes
+    return {rank: info["node"] for rank, info in drivers.rank_info(rank_info).items()}
 
 
 def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None, world_size: int | None = None,
@@ -223,45 +223,63 @@ def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None
     logs_dir = out_dir / "logs"
     logs_dir.mkdir(parents=True)
     run = LabRun(scenario, layout, world_size, rank, second_rank, fixed, out_dir, expect={})
+    if layout == "srun" or scenario.driver == "time-limit":
+        run.slurm_job = SlurmJob.new()
     work = Path(tempfile.mkdtemp(prefix=f"lab-{scenario.name}-"))
-    squatter = None
+    squatter = mirror = job_output = sup = None
     started: dict[str, subprocess.Popen] = {}
     try:
-        _prepare(scenario, work, run.actions)
+        drivers.prepare_checkpoint(scenario.driver, work, run.actions)
         port = free_port()
         if scenario.driver == "busy-port":
-            squatter = _stale_store(port)
+            squatter = drivers.stale_store(port)
             run.actions.append("started a TCPStore server on the master port before the launch (a stale store "
                                "left by an earlier run)")
+        if scenario.driver == "flaky-mirror":
+            mirror = drivers.FlakyMirror(drops=2)
+            run.actions.append("served the vocabulary from a local mirror that reset the first 2 connections")
         missing = scenario.driver == "missing-member"
         plan = plan_launch(
             layout, world_size=world_size, script=SCRIPT, logs_dir=logs_dir, port=port, python=python,
-            script_args=_script_args(scenario, rank=rank, second_rank=second_rank, work=work, fixed=fixed),
+            script_args=_script_args(scenario, rank=rank, second_rank=second_rank, work=work, fixed=fixed,
+                                     download_url=mirror.url if mirror else ""),
             skip_node=1 if missing else None, skip_rank=world_size - 1 if missing else None,
-            rdzv_timeout=scenario.pg_timeout if missing else None,
+            rdzv_timeout=scenario.pg_timeout if missing else None, slurm_job=run.slurm_job,
         )
         if missing:
             run.actions.append("did not start node 1" if layout == "twonode" else f"did not start rank {world_size - 1}")
+        if layout == "srun":
+            job_output = JobOutput(logs_dir / run.slurm_job.output_name, ntasks=world_size)
         rank_info = work / "ranks"
         rank_info.mkdir()
         env = {**base_env(), **scenario.env, RANK_INFO_ENV: str(rank_info)}
         notify(f"lab: running {scenario.name} ({layout}, world size {world_size}{', with its fix' if fixed else ''})")
         started_at = time.monotonic()
         for process in plan.processes:
-            started[process.name] = _start(process, env, work)
-        _supervise(plan, started, scenario, work, run, started_at + scenario.wall_timeout)
+            started[process.name] = processes.start(process, env, work, job_output)
+        sup = _Supervision(plan, started, scenario, run, work, logs_dir, rank_info, started_at, job_output)
+        _supervise(sup)
         run.seconds = time.monotonic() - started_at
+        names_host = layout == "srun" or (scenario.driver == "time-limit" and sup.cancelled)
         run.expect = expected_truth(scenario, world_size=world_size, rank=rank, second_rank=second_rank,
                                     fixed=fixed,
-                                    node_of_rank=_node_of_rank(rank_info) if layout == "twonode" else {})
+                                    node_of_rank=_node_of_rank(rank_info) if layout == "twonode" else {},
+                                    host=run.slurm_job.node if names_host else None)
+        if sup.job_output is not None:
+            sup.job_output.close()
         write_case(run, plan, _script_args(scenario, rank=rank, second_rank=second_rank, work=Path("<work>"), fixed=fixed))
         notify(f"lab: finished in {run.seconds:.1f} s, exit codes {run.exit_codes}")
         return run
     finally:
         for popen in started.values():  # interrupted (Ctrl-C, a test timeout): leave nothing running
             if popen.poll() is None:
-                _kill_tree(popen)
+                processes.kill_tree(popen)
                 popen.wait()
+        for output in (job_output, sup.job_output if sup else None):
+            if output is not None:
+                output.close()
+        if mirror is not None:
+            mirror.close()
         if squatter is not None:
             del squatter  # the store's server stops with it
         shutil.rmtree(work, ignore_errors=True)

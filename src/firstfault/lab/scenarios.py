@@ -4,6 +4,8 @@ The expected class and initiating rank come from the injected fault, never from 
 output. In `train_args` and `notes`, `{rank}` is the faulty rank (`--rank`), `{second_rank}` the
 other faulty rank of two-rank scenarios, `{work}` the run's scratch folder.
 
+`{download_url}` is the flaky mirror's address (driver `flaky-mirror`).
+
 `initiator`: `fault` means the rank given by `--rank` started the failure; `none` means no single
 rank did (every rank failed the same way, or the launcher or the environment did it).
 `collateral`: `others` = every other rank (less `{second_rank}`, which failed on its own);
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from .layouts import LAYOUTS
 
 PEER = ("collective-timeout-peer-crash",)
+NATIVE = ("native-crash",)
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,11 @@ class Scenario:
     default_world_size: int = 2
     default_rank: int = 1
     pg_timeout: float = 30.0
-    driver: str = ""  # sigterm-launcher | sigterm-ranks | busy-port | missing-member | stale-checkpoint | truncated-checkpoint
+    # sigterm-launcher | busy-port | missing-member | stale-checkpoint | truncated-checkpoint | flaky-mirror
+    # | oom-killer (SIGKILL the rank that fired, log the kernel's line) | time-limit (Slurm cancels the job)
+    driver: str = ""
+    cancel_after: float = 0.0  # time-limit: seconds after the fault fired (or the marker step) until the cancel
+    cancel_reason: str = "TIME LIMIT"  # or PREEMPTION (slurm.CANCEL_REASONS)
     fix_args: tuple[str, ...] = ()  # flags that make the run healthy
     fix_entry: str = ""  # the knowledge-base entry whose fix `fix_args` applies
     wall_timeout: float = 180.0  # a hard bound, far above the ~10-20 s a run takes on 2 idle cores
@@ -44,6 +51,19 @@ class Scenario:
     @property
     def fixable(self) -> bool:
         return bool(self.fix_args)
+
+
+def _native(name, description, inject, notes, **extra):
+    """One rank dies by a fatal signal, no traceback; the others fail in the collective it left."""
+    return Scenario(name, description, "collective-timeout-peer-crash", notes, also_acceptable=NATIVE,
+                    train_args=("--inject", inject, "--scratch-dir", "{work}/scratch"), **extra)
+
+
+def _stuck(name, description, train_args, notes, **extra):
+    """One rank blocks for good, the others wait (long timeout) until the scheduler's time limit."""
+    return Scenario(name, description, "collective-timeout-straggler", notes,
+                    train_args=(*train_args, "--fault-marker", "{work}/reached-step"), pg_timeout=600,
+                    driver="time-limit", cancel_after=8, **extra)
 
 
 def _exception(name, description, inject, notes, **extra):
@@ -262,6 +282,140 @@ SCENARIOS: tuple[Scenario, ...] = (
         evidence='training finished',
         initiator="none", collateral="none", env={"TORCH_DISTRIBUTED_DEBUG": "INFO", "TORCH_CPP_LOG_LEVEL": "INFO"},
         default_layout="logdir", default_world_size=2),
+    # Native crashes: the rank dies by a signal from the CPU or the C runtime, with no Python traceback.
+    _native(
+        "native-segfault", "a native extension reads through a NULL pointer on one rank (SIGSEGV)",
+        "segfault:{rank}:4",
+        "At global step 4 rank {rank} read through a NULL pointer in native code (ctypes.string_at(0)) and "
+        "died by SIGSEGV, printing no Python traceback. The other ranks failed in the DDP all_reduce it left.",
+        evidence="SIGSEGV|Segmentation fault", default_layout="tee", default_world_size=2, default_rank=1),
+    _native(
+        "native-bus-error", "a memory-mapped feature cache is truncated underneath one rank (SIGBUS)",
+        "bus-error:{rank}:3",
+        "At global step 3 rank {rank} memory-mapped its 1 MiB feature cache file, the file was truncated to 0 "
+        "bytes underneath it (as a cache rebuild by another process does) and its next read touched a page "
+        "past the end: SIGBUS, no Python traceback. The other ranks failed in the DDP all_reduce it left.",
+        evidence="SIGBUS|Bus error", default_layout="plain", default_world_size=3, default_rank=2),
+    _native(
+        "native-abort", "a native assertion aborts one rank (SIGABRT)",
+        "abort:{rank}:5",
+        "At global step 5 rank {rank} called abort() (os.abort(), what a failed C assert does) and died by "
+        "SIGABRT with no Python traceback. The other ranks failed in the DDP all_reduce it left.",
+        evidence="SIGABRT|Aborted", default_layout="logdir", default_world_size=2, default_rank=0),
+    _native(
+        "native-cxx-terminate", "an uncaught C++ exception in a native shard reader (terminate, SIGABRT)",
+        "cxx-terminate:{rank}:2",
+        "At global step 2 rank {rank} threw a std::runtime_error from native code with no handler (through "
+        "libstdc++'s __cxa_throw); libstdc++ printed 'terminate called after throwing an instance of "
+        "'std::runtime_error'' with its what() and aborted (SIGABRT), no Python traceback. The other ranks "
+        "failed in the DDP all_reduce it left.",
+        evidence="terminate called after throwing", default_layout="srun", default_world_size=4, default_rank=3),
+    _native(
+        "native-illegal-instruction", "an instruction the CPU does not have, on one rank (SIGILL)",
+        "illegal-instruction:{rank}:3",
+        "At global step 3 rank {rank} executed an undefined instruction (x86-64 ud2 / AArch64 udf, as an "
+        "extension built for a newer CPU does) and died by SIGILL, no Python traceback. The other ranks "
+        "failed in the DDP all_reduce it left.",
+        evidence="SIGILL|Illegal instruction", default_layout="twonode", default_world_size=4, default_rank=2),
+    _native(
+        "native-fpe", "an integer division by zero in native code on one rank (SIGFPE)",
+        "fpe:{rank}:4",
+        "At global step 4 rank {rank} ran an integer division by zero in native code (x86-64 idiv; the "
+        "signal is raised directly on CPUs where it does not trap) and died by SIGFPE, no Python traceback. "
+        "The other ranks failed in the DDP all_reduce it left.",
+        evidence="SIGFPE|Floating point exception", default_layout="srun", default_world_size=2, default_rank=1),
+    Scenario(
+        "oom-killer", "the kernel's OOM killer SIGKILLs one rank that holds a large prefetch cache",
+        "host-oom-killed",
+        "At global step 5 rank {rank} allocated a 256 MiB prefetch cache; the lab, playing the kernel's OOM "
+        "killer, sent it SIGKILL from outside and wrote the kernel's 'Out of memory: Killed process' line "
+        "(the victim's real pid and memory figures) to logs/dmesg.txt. The other ranks failed in the DDP "
+        "all_reduce it left.",
+        evidence="Out of memory: Killed process", also_acceptable=PEER,
+        train_args=("--inject", "oom-victim:{rank}:5", "--fault-marker", "{work}/reached-step"), driver="oom-killer",
+        default_layout="tee", default_world_size=3, default_rank=2),
+    # Hangs nobody timed out: the scheduler's time limit ends them.
+    _stuck(
+        "hang-checkpoint-time-limit", "one rank hangs writing its checkpoint shard; the time limit ends the job",
+        ("--ckpt-dir", "{work}/checkpoints", "--sharded-ckpt", "--inject", "stuck-ckpt:{rank}:0"),
+        "At the end of epoch 0 every rank saves its own shard; rank {rank}'s shard path blocks in open() for "
+        "good (a FIFO nobody reads, as a hung mount behaves), printing nothing more. The other ranks waited in "
+        "the barrier after the save (process-group timeout 600 s, never reached). 8 s after rank {rank} "
+        "blocked, the lab, playing Slurm, cancelled the job DUE TO TIME LIMIT (slurmstepd's line in "
+        "logs/slurm-<job>.out, SIGTERM to every process, SIGKILL after KillWait).",
+        evidence="DUE TO TIME LIMIT", default_layout="tee", default_world_size=2, default_rank=1),
+    _stuck(
+        "hang-eval-time-limit", "rank 0 alone evaluates and waits forever on a scoring service; time limit",
+        ("--inject", "stuck-eval:{rank}:0"),
+        "After epoch 0 rank {rank} alone evaluates and posts to a scoring service with no timeout; the service "
+        "accepted the connection and never answered, so rank {rank} blocked in recv() printing nothing more. "
+        "The other ranks waited in the epoch-end barrier (process-group timeout 600 s, never reached). 8 s "
+        "after rank {rank} blocked, the lab, playing Slurm, cancelled the job DUE TO TIME LIMIT.",
+        evidence="DUE TO TIME LIMIT", default_layout="srun", default_world_size=3, default_rank=0),
+    Scenario(
+        "exc-then-time-limit", "one rank raises IndexError but a non-daemon thread keeps it alive; time limit",
+        "user-code-exception",
+        "At global step 5 rank {rank} raised IndexError (a label lookup past the end of a list); its traceback "
+        "was printed, but the checkpoint-upload thread is not a daemon, so the process stayed alive and its "
+        "peers never saw it leave. The other ranks waited in the gradient all_reduce (process-group timeout "
+        "600 s, never reached). 8 s after the raise, the lab, playing Slurm, cancelled the job DUE TO TIME "
+        "LIMIT. The exception came first; the time limit only ended the hang it caused.",
+        evidence="IndexError: list index out of range", also_acceptable=PEER,
+        train_args=("--upload-thread", "--manual-grad-sync", "--inject", "index-error:{rank}:5",
+                    "--fault-marker", "{work}/reached-step"),
+        pg_timeout=600, driver="time-limit", cancel_after=8,
+        default_layout="logdir", default_world_size=3, default_rank=1),
+    # A healthy, progressing run stopped from outside: the stop is the cause.
+    Scenario(
+        "time-limit-healthy", "a healthy run still making progress reaches its time limit", "preempted-sigterm",
+        "No fault injected: the run logs steps and losses until the lab, playing Slurm, cancelled it DUE TO "
+        "TIME LIMIT 6 s after rank 0 reached global step 5 (SIGTERM to every process, SIGKILL after "
+        "KillWait). No rank started it.",
+        evidence="DUE TO TIME LIMIT", initiator="none", collateral="none",
+        train_args=("--epochs", "40", "--step-time", "0.05", "--marker", "{work}/reached-step", "--marker-step", "5"),
+        driver="time-limit", cancel_after=6, default_layout="logdir", default_world_size=2),
+    Scenario(
+        "preempted-slurm", "Slurm preempts a healthy run whose script handles SIGTERM (exit 143)",
+        "preempted-sigterm",
+        "No fault injected: 6 s after rank 0 reached global step 5 the lab, playing Slurm, cancelled the job "
+        "DUE TO PREEMPTION; the script's SIGTERM handler logged 'received SIGTERM' and exited 143. No rank "
+        "started it.",
+        evidence="DUE TO PREEMPTION", initiator="none", collateral="none",
+        train_args=("--epochs", "40", "--step-time", "0.05", "--sigterm-handler", "--marker", "{work}/reached-step",
+                    "--marker-step", "5"),
+        driver="time-limit", cancel_after=6, cancel_reason="PREEMPTION", default_layout="srun", default_world_size=4),
+    # Errors the run outlived.
+    Scenario(
+        "healthy-outlived-errors", "a run that retries a failed download, skips a corrupt record and warns",
+        "healthy",
+        "No fault injected. Rank 0 downloaded its vocabulary from a mirror that reset the first two "
+        "connections: the retry loop logged both failures with their tracebacks and the third attempt "
+        "succeeded. Rank 0 caught a JSONDecodeError on a corrupt metadata record and logged it with "
+        "logger.exception, then went on. Every rank used deprecated torch.distributed spellings "
+        "(dist.reduce_op, dist._all_gather_base), which warn (FutureWarning). Training ran to the end.",
+        evidence="training finished", initiator="none", collateral="none", driver="flaky-mirror",
+        train_args=("--download-url", "{download_url}", "--noise", "dist-deprecations", "--noise", "skip-corrupt"),
+        default_layout="srun", default_world_size=2),
+    # Collectives only some ranks call.
+    Scenario(
+        "collective-mismatch-extra-barrier", "rank 0 alone calls a barrier at the end of an epoch (gloo timeout)",
+        "collective-mismatch",
+        "After epoch 0 rank {rank} alone called dist.barrier() 'waiting for the metrics writer' (a barrier "
+        "inside `if rank == ...:`). Its barrier paired with the others' epoch-end barrier, so from then on "
+        "rank {rank} was one collective behind: it waited in the epoch-end barrier while the others were in "
+        "epoch 1's all_reduce, and gloo timed out (5 s). No TORCH_DISTRIBUTED_DEBUG.",
+        evidence="waiting for the metrics writer", train_args=("--inject", "extra-barrier:{rank}:0"), pg_timeout=5,
+        default_layout="plain", default_world_size=3, default_rank=0),
+    Scenario(
+        "p2p-deadlock", "two ranks both send first in a boundary exchange (send/recv deadlock)",
+        "collective-mismatch",
+        "After every epoch each pair of ranks (r, r xor 1) exchanges 4 MiB of boundary embeddings; the lower "
+        "rank sends first and the higher receives first. After epoch 1 rank {rank} took the other order, so "
+        "it and its partner both sent and neither received: the sends never completed and gloo timed out "
+        "(5 s). The remaining pairs waited in the epoch-end barrier.",
+        evidence="send operation to complete",
+        train_args=("--boundary-exchange", "--inject", "p2p-order:{rank}:1"), pg_timeout=5,
+        default_layout="twonode", default_world_size=4, default_rank=1),
 )
 
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}

@@ -5,7 +5,8 @@ firstfault. `--inject KIND:RANK[:STEP[:ARG]]` plants one fault; the runner decid
 records the truth in case.yaml. Everything else is what an ordinary training script does:
 logging, a sharded dataset, DDP, all_reduce of metrics, checkpoints, evaluation.
 
-Importing this module has no side effects (the runner imports `write_checkpoint`).
+Importing this module has no side effects (the runner imports `write_checkpoint`). Faults that take
+more than a line (native crashes, hangs, a retried download) live in train_faults.py.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import os
 import resource
 import signal
 import sys
+import tempfile
 import time
 import warnings
 from datetime import timedelta
@@ -28,6 +30,11 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.checkpoint import checkpoint
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+if __package__:  # imported by the lab (the runner needs write_checkpoint)
+    from . import train_faults
+else:  # run as a script by torchrun: this folder is sys.path[0]
+    import train_faults
 
 log = logging.getLogger("train")
 
@@ -138,6 +145,12 @@ def parse_args(argv=None):
     parser.add_argument("--sigterm-handler", action="store_true")
     parser.add_argument("--marker", default="", help="file rank 0 creates when it reaches --marker-step")
     parser.add_argument("--marker-step", type=int, default=5)
+    parser.add_argument("--fault-marker", default="", help="file created when an injected fault fires")
+    parser.add_argument("--scratch-dir", default="", help="where injected faults keep their files")
+    parser.add_argument("--upload-thread", action="store_true", help="upload checkpoints from a (non-daemon) thread")
+    parser.add_argument("--boundary-exchange", action="store_true",
+                        help="exchange boundary embeddings with the partner rank (send/recv) after each epoch")
+    parser.add_argument("--download-url", default="", help="vocabulary rank 0 downloads before training")
     parser.add_argument("--noise", action="append", default=[], help="benign warnings to emit")
     parser.add_argument("--inject", action="append", default=[], metavar="KIND:RANK[:STEP[:ARG]]")
     return parser.parse_args(argv)
@@ -148,14 +161,16 @@ def setup_logging():
 
 
 def init_distributed(args):
-    rank = int(os.environ.get("RANK", "0"))
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    # torchrun sets RANK/WORLD_SIZE/LOCAL_RANK; under srun the task's SLURM_* variables say the same
+    rank = int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")))
+    world_size = int(os.environ.get("WORLD_SIZE", os.environ.get("SLURM_NTASKS", "1")))
+    local_rank = int(os.environ.get("LOCAL_RANK", os.environ.get("SLURM_LOCALID", rank)))
     dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=timedelta(seconds=args.pg_timeout))
     log.info("rank %d/%d (local rank %d, pid %d) initialized process group (backend=%s)",
              rank, world_size, local_rank, os.getpid(), dist.get_backend())
     if os.environ.get("RANK_INFO_DIR"):  # lets a driver know which node ran which rank
-        Path(os.environ["RANK_INFO_DIR"], str(rank)).write_text(os.environ.get("GROUP_RANK", "0"))
+        info = {"node": int(os.environ.get("GROUP_RANK", "0")), "pid": os.getpid()}
+        Path(os.environ["RANK_INFO_DIR"], f"{rank}.json").write_text(json.dumps(info))
     return rank, world_size, local_rank
 
 
@@ -194,6 +209,24 @@ def emit_noise(args, rank):
         log.warning("metrics upload failed: Connection reset by peer; retrying in 0.1s (attempt 1/3)")
         time.sleep(0.1)
         log.info("metrics upload succeeded on attempt 2/3")
+    if "dist-deprecations" in args.noise:
+        # old spellings from an older codebase: torch.distributed warns and carries on
+        probe = torch.ones(2)
+        dist.all_reduce(probe, op=dist.reduce_op.SUM)
+        gathered = torch.empty(2 * dist.get_world_size())
+        dist._all_gather_base(gathered, probe)
+    if "skip-corrupt" in args.noise and rank == 0:
+        for index, line in enumerate(['{"id": 1, "label": "cat"}', '{"id": 2, "label": "dog"', '{"id": 3, "label": "fish"}']):
+            try:
+                json.loads(line)
+            except json.JSONDecodeError:
+                log.exception("metadata record %d is corrupt, skipping it", index)
+
+
+def fire(args, kind, rank):
+    """An injected fault is about to happen: tell the lab (its scheduler may act on it)."""
+    if args.fault_marker:
+        Path(args.fault_marker).write_text(f"{kind} {rank}")
 
 
 def save_checkpoint(args, model, optimizer, epoch, rank, faults):
@@ -209,11 +242,15 @@ def save_checkpoint(args, model, optimizer, epoch, rank, faults):
         path.unlink(missing_ok=True)
         path.symlink_to("/dev/full")  # the volume behind this path is full
     log.info("saving checkpoint to %s", path)
+    if faults.get("stuck-ckpt", rank) and epoch == faults.get("stuck-ckpt", rank)[0]:
+        fire(args, "stuck-ckpt", rank)
+        train_faults.block_writing_shard(path)  # the mount behind this path hangs
     state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}
     with open(path, "wb") as handle:
         torch.save(state, handle)
         handle.flush()  # a full volume reports ENOSPC here at the latest
     log.info("checkpoint saved (%d bytes)", path.stat().st_size)
+    return path
 
 
 def resume(args, model, rank):
@@ -264,6 +301,10 @@ def train(args):
         ddp_model = DDP(model, find_unused_parameters=args.find_unused_parameters)
     optimizer = torch.optim.SGD(ddp_model.parameters(), lr=args.lr, momentum=0.9)
     emit_noise(args, rank)
+    if args.download_url and rank == 0:
+        vocab = json.loads(train_faults.fetch_with_retry(args.download_url, log))
+        log.info("vocabulary has %d labels", len(vocab["labels"]))
+    uploads = train_faults.start_upload_thread(log) if args.upload_thread else None
     open_metric_files = []  # the metrics writer keeps its handles (a leak nobody noticed)
     global_step = 0
     for epoch in range(args.epochs):
@@ -271,7 +312,15 @@ def train(args):
         steps = len(loader)
         for step_in_epoch, (features, labels) in enumerate(loader):
             step = global_step
+            for kind in train_faults.NATIVE_CRASHES:
+                if faults.at(kind, rank, step) is not None:
+                    train_faults.crash_natively(kind, args.scratch_dir or tempfile.gettempdir())
+            if faults.at("oom-victim", rank, step) is not None:
+                _prefetch_cache = torch.ones(64 << 20)  # 256 MiB of decoded samples nobody evicts
+                fire(args, "oom-victim", rank)
+                time.sleep(60)  # still holding it when the host runs out of memory
             if faults.at("index-error", rank, step) is not None:
+                fire(args, "index-error", rank)
                 vocab = {name: index for index, name in enumerate(LABEL_NAMES)}
                 reverse = [vocab[name] for name in LABEL_NAMES]
                 labels = torch.tensor([reverse[int(label) + 4] for label in labels])
@@ -330,7 +379,10 @@ def train(args):
             evaluated = 0
             log.info("eval epoch %d: accuracy %.3f", epoch, correct / evaluated)
         if args.ckpt_dir:
-            save_checkpoint(args, model, optimizer, epoch, rank, faults)
+            path = save_checkpoint(args, model, optimizer, epoch, rank, faults)
+            if uploads is not None and path:
+                uploads.put(path)
+        end_of_epoch(args, rank, world_size, epoch, faults)
         dist.barrier()
         if rank == 0:
             log.info("epoch %d done", epoch)
@@ -338,6 +390,28 @@ def train(args):
     if rank == 0:
         log.info("training finished after %d steps", global_step)
     dist.destroy_process_group()
+
+
+def end_of_epoch(args, rank, world_size, epoch, faults):
+    """Evaluation, metrics and the boundary exchange between epochs (where some faults live)."""
+    if faults.get("stuck-eval", rank) and faults.get("stuck-eval", rank)[0] == epoch:
+        log.info("rank %d: evaluating epoch %d on the held-out set", rank, epoch)
+        fire(args, "stuck-eval", rank)
+        train_faults.wait_for_silent_service()
+    if faults.get("extra-barrier", rank) and faults.get("extra-barrier", rank)[0] == epoch:
+        log.info("rank %d: waiting for the metrics writer to flush epoch %d", rank, epoch)
+        dist.barrier()  # called under `if rank == ...:` only: the other ranks never join it
+    if args.boundary_exchange and rank ^ 1 < world_size:
+        partner = rank ^ 1
+        outgoing, incoming = torch.full((1 << 20,), float(rank)), torch.empty(1 << 20)  # 4 MiB each way
+        flipped = faults.get("p2p-order", rank) is not None and faults.get("p2p-order", rank)[0] == epoch
+        if (rank < partner) != flipped:  # the lower rank of a pair sends first, the higher one receives first
+            dist.send(outgoing, partner)
+            dist.recv(incoming, partner)
+        else:
+            dist.recv(incoming, partner)
+            dist.send(outgoing, partner)
+        log.info("rank %d: exchanged boundary embeddings with rank %d", rank, partner)
 
 
 def install_sigterm_handler(rank_hint: str):
@@ -352,7 +426,7 @@ def main(argv=None):
     args = parse_args(argv)
     setup_logging()
     if args.sigterm_handler:
-        install_sigterm_handler(os.environ.get("RANK", "?"))
+        install_sigterm_handler(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "?")))
     train(args)
 
 

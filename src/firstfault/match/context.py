@@ -18,7 +18,7 @@ def _context(name: str, pattern: str) -> Signature:
 
 
 CONTEXT_SIGNATURES: tuple[Signature, ...] = (
-    _context("frame", r'distributed_c10d\.py", line \d+, in (?P<op>[a-z_]+)'),
+    _context("frame", r'distributed_c10d\.py", line \d+,? in (?P<op>[a-z_]+)'),
     _context("frame-backward", r'(?P<op>_engine_run_backward|run_backward)\('),
     _context("launcher-failed", r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)"),
     # DeepSpeed's launcher: which local rank died, and each node's rank and process count
@@ -38,6 +38,10 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("host-prompt", r"(?:^|[\s(\[])(?P<user>[a-z_][\w.-]{0,31})@(?P<host>[A-Za-z0-9][\w.-]{0,62})(?::[~/][^\s]*[$#]|\s+[^\s\]]+\][$#])"),
     _context("host-rank-pair", r"\brank[=: ](?P<rank>\d{1,6})\b[^\n]{0,120}?\bhost(?:name)?[=: ] ?(?P<host>[A-Za-z0-9][\w.-]{0,62})"),
     _context("host-mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID \d+ on node (?P<host>[A-Za-z0-9][\w.-]{0,62})"),
+    # Where a process was when a hang was ended or dumped: a traceback or faulthandler frame, and
+    # the markers of a stack taken from a hung process (Ctrl-C, faulthandler's dump_traceback_later)
+    _context("stack-frame", r'File "(?P<file>[^"\n]{1,300})", line \d+,? in (?P<func>[\w<>.]+)'),
+    _context("hang-stack-marker", r"^\s*(?:\[[^\]\n]{1,40}\]:\s*)*(?:KeyboardInterrupt\s*$|Timeout \(\d+:\d\d:\d\d\)!)"),
     _context("failed-traceback", r"Traceback \(most recent call last\)"),
     # Python prints these tracebacks and goes on: an exception raised in a destructor or at
     # interpreter shutdown, in a background thread, in a multiprocessing queue's feeder thread
@@ -48,6 +52,9 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
 )
 
 FRAME_SIGNATURES = ("frame", "frame-backward")
+STACK_FRAME = "stack-frame"
+TRACEBACK_HEADER = "failed-traceback"
+HANG_STACK_MARKER = "hang-stack-marker"
 HOST_SIGNATURES = ("host-table-row", "host-srun-task", "host-slurm-cancel", "host-running-on", "host-prompt",
                    "host-rank-pair", "host-mpirun-rank")
 LAUNCHER_WORLD = "launcher-world-info"

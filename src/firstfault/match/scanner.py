@@ -66,6 +66,7 @@ class FileScan:
     local_to_global: Counter = field(default_factory=Counter)
     nccl_hosts: dict = field(default_factory=dict)  # local rank -> host
     worker_pids: dict = field(default_factory=dict)  # pid -> the rank a Ray/vLLM worker says it is
+    srun_tasks: set = field(default_factory=set)  # srun --label task ids, when they are the ranks
     first_time: float | None = None
     last_time: float | None = None  # of the last timed line read so far, any stream
     stream_times: dict = field(default_factory=dict)  # rank stream -> its last time read so far
@@ -77,7 +78,8 @@ class FileScan:
         """An empty scan of more of the same file: it carries this one's times and rank census,
         so lines without a time of their own inherit what a single pass would give them."""
         return FileScan(input=item, hints=self.hints, global_ranks=set(self.global_ranks),
-                        local_ranks=set(self.local_ranks), worker_pids=dict(self.worker_pids), first_time=self.first_time,
+                        local_ranks=set(self.local_ranks), worker_pids=dict(self.worker_pids),
+                        srun_tasks=set(self.srun_tasks), first_time=self.first_time,
                         last_time=self.last_time, stream_times=dict(self.stream_times),
                         tails={stream: list(lines) for stream, lines in self.tails.items()},
                         progress_tails={stream: list(lines) for stream, lines in self.progress_tails.items()})
@@ -138,8 +140,10 @@ class Scanner:
                 scan.worker_pids.setdefault(int(pid), int(rank))
         if b">:" in data and b"<std" in data:
             scan.global_ranks.update(int(rank) for rank in set(_MPI_CENSUS.findall(b"\n" + data)))
-        if not scan.global_ranks:
-            scan.global_ranks.update(int(task) for task in set(_SRUN_CENSUS.findall(b"\n" + data[:65536])))
+        if not scan.global_ranks - scan.srun_tasks:
+            tasks = {int(task) for task in set(_SRUN_CENSUS.findall(b"\n" + data[:65536]))}
+            scan.srun_tasks.update(tasks)
+            scan.global_ranks.update(tasks)
         new_locals = [local for local in nccl_locals if local < NCCL_LOCALS and local not in scan.nccl_hosts]
         if new_locals:
             _nccl_census(data, new_locals, scan.nccl_hosts)

@@ -32,6 +32,7 @@ class Decision:
     primary: str = ""  # entry id of the first fault
     initiating: Match | None = None  # its first line
     rank: int | None = None  # initiating rank, when a rule had to name it
+    rank_decided: bool = False  # a rule said which rank started it (or that no single one did)
     host: str | None = None  # initiating host, when a rule had to name it
     because: tuple[Because, ...] = ()
     notes: tuple[str, ...] = ()

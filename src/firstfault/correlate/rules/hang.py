@@ -6,6 +6,7 @@ printed nothing. The first rule that applies decides.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import replace
 
@@ -15,6 +16,8 @@ from ..facts import Facts
 from ..hangs import BACKWARD_OPS, first_by_rank, first_disconnects, is_disconnect, op_for, sequence_progress
 from ..ids import MISMATCH, STRAGGLER, UNEVEN
 from . import Decision, rule
+
+HANG_WEIGHT = 0.5  # how sure a verdict drawn from where ranks waited is, when no error line states it
 
 
 def with_rank(match: Match, rank: int) -> Match:
@@ -41,11 +44,20 @@ def hang_decision(facts: Facts, decision: Decision, rule_id: str, failure_id: st
     if evidence is None and rank is not None:
         evidence = own_line(facts, rank, failure_id)
     anchor = evidence or min(facts.collateral, key=time_key)
-    if rank is not None and anchor.line.origin.rank != rank:
-        anchor = with_rank(anchor, rank)
+    if anchor.line.origin.rank != rank:
+        anchor = with_rank(anchor, rank)  # None: the rule found no single rank that started it
+    if anchor.signature.weight < HANG_WEIGHT:  # a frame or a last line: the verdict's weight is the rule's
+        anchor = replace(anchor, signature=replace(anchor.signature, weight=HANG_WEIGHT, role="symptom"))
     return decision.with_because(rule_id, reason, [*cited, anchor] if evidence else list(cited) or [anchor],
-                                 note=f"only collective timeouts were printed: {reason}",
-                                 status="failure", primary=failure_id, initiating=anchor)
+                                 note=f"only collective timeouts were printed: {reason}" if facts.timeouts else reason,
+                                 status="failure", primary=failure_id, initiating=anchor, rank_decided=True)
+
+
+_GROUP = re.compile(r"PG ID (\d+)|PG GUID (\d+)")
+
+
+def _groups_named(matches) -> set:
+    return {found.group(0) for match in matches for found in _GROUP.finditer(match.line.text)}
 
 
 def _waiting(facts: Facts) -> dict:
@@ -56,10 +68,19 @@ def _waiting(facts: Facts) -> dict:
 def sequence_behind(facts: Facts, decision: Decision) -> Decision | None:
     """NCCL: the one rank whose collective sequence number is behind the others'."""
     progress = sequence_progress(facts.timeouts)
-    if len(progress) < 2:
-        return None
+    if len(progress) < 2 or len(_groups_named(facts.timeouts)) > 1:
+        return None  # sequence numbers count per process group: across groups they do not compare
     highest = max(progress.values())
     behind = [rank for rank, value in progress.items() if value < highest]
+    if len(behind) > 1 and len(progress) - len(behind) > 1:
+        # several ranks on each side: they ran different numbers of steps, not one straggler
+        by_seq: dict[int, list] = defaultdict(list)
+        for rank, value in progress.items():
+            by_seq[value].append(rank)
+        described = "; ".join(f"{seq}: ranks {sorted(ranks)}" for seq, ranks in sorted(by_seq.items()))
+        return hang_decision(facts, decision, "hang-sequence-behind", UNEVEN, None,
+                             f"ranks waited at different collective sequence numbers ({described}): "
+                             "they had run different numbers of steps", _waiting(facts).get(behind[0]))
     if len(behind) != 1:
         return None
     rank = behind[0]
@@ -163,3 +184,42 @@ def all_timed_out(facts: Facts, decision: Decision) -> Decision | None:
 
 def any_timeouts(facts: Facts) -> bool:
     return bool(facts.timeouts)
+
+
+ROOT_ONLY_WORK = ("save", "checkpoint", "eval", "valid", "predict", "log_", "write")  # what one rank does alone
+# where a rank with fewer batches goes: evaluation (gathering its metrics), the epoch-end barrier
+EPOCH_END_WORK = ("eval", "valid", "predict", "barrier", "epoch", "gather")
+
+
+@rule("hang-stacks-differ")
+def stacks_differ(facts: Facts, decision: Decision) -> Decision | None:
+    """Stacks of the hung processes (Ctrl-C tracebacks, faulthandler dumps) wait in different
+    places: the odd one out started it; past the gradient all-reduce into evaluation or a
+    barrier means uneven batches, anything else a collective the others never call."""
+    stacks = facts.hang_stacks
+    if len(stacks) < 2:
+        return None
+    groups: dict[str, list] = defaultdict(list)
+    for stack in stacks:
+        groups[stack.wait].append(stack)
+    if len(groups) < 2:
+        return None
+    ordered = sorted(groups.values(), key=len)
+    odd = ordered[0]
+    if len(ordered[0]) == len(ordered[1]):
+        doing_alone = [group for group in ordered if any(word in func for func in group[0].functions for word in ROOT_ONLY_WORK)]
+        if len(doing_alone) != 1:
+            return None
+        odd = doing_alone[0]
+    others = [stack for group in groups.values() if group is not odd for stack in group]
+    majority_in_backward = all(stack.wait == "backward" for stack in others)
+    where_odd = [f"{frame.captures.get('file', '')} {frame.captures.get('func', '')}".lower() for frame in odd[0].frames]
+    past_the_epoch = not any("fsdp" in place for place in where_odd) and any(
+        word in place for place in where_odd for word in EPOCH_END_WORK)
+    failure_id = UNEVEN if majority_in_backward and past_the_epoch else MISMATCH
+    rank = odd[0].rank if len(odd) == 1 else None
+    where = ", ".join(sorted({stack.wait for stack in others}))
+    reason = (f"{len(odd)} process(es){f' (rank {rank})' if rank is not None else ''} waited in {odd[0].wait} "
+              f"while {len(others)} waited in {where}")
+    return hang_decision(facts, decision, "hang-stacks-differ", failure_id, rank, reason, odd[0].innermost,
+                         [stack.innermost for stack in others[:2]])

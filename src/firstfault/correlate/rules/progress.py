@@ -209,7 +209,7 @@ def _clock(seconds: float) -> str:
 
 
 def hung(facts: Facts, decision: Decision) -> bool:
-    return not decision.status and (bool(decision.hang) or bool(facts.timeouts))
+    return not decision.status and (bool(decision.hang) or bool(facts.timeouts) or len(facts.hang_stacks) >= 2)
 
 
 @rule("hang-unattributed")

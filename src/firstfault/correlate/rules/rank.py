@@ -18,7 +18,8 @@ _PID_IN_TEXT = re.compile(r"\bpid[=: ]+(\d+)|Killed process (\d+)")
 
 
 def needs_rank(facts: Facts, decision: Decision) -> bool:
-    return decision.initiating is not None and decision.initiating.line.origin.rank is None and decision.rank is None
+    return (decision.initiating is not None and decision.initiating.line.origin.rank is None and decision.rank is None
+            and not decision.rank_decided)
 
 
 def _named(decision: Decision, rule_id: str, rank: int, how: str, evidence=()) -> Decision:

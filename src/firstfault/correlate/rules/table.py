@@ -6,7 +6,8 @@ from . import Decision, Stage, run_stage
 from .action import action_from_entry
 from .consequences import consequences
 from .host import host_of_rank, needs_host, only_host
-from .hang import all_timed_out, alone_in_barrier, different_collectives, late_arrival, never_joined, sequence_behind
+from .hang import (all_timed_out, alone_in_barrier, different_collectives, late_arrival, never_joined,
+                   sequence_behind, stacks_differ)
 from .outcome import failed_unexplained, nothing_failed, survived_errors
 from .primary import earliest_root, specific_symptom, strongest_symptom
 from .progress import hang_unattributed, hung, outlived_by_progress, silent_first, stop_after_fault, stop_ended_hang
@@ -28,7 +29,7 @@ STAGES: tuple[Stage, ...] = (
                      explained_by_another),
           when=_undecided),
     Stage("primary", (specific_symptom, earliest_root, strongest_symptom), first_only=True, when=_undecided),
-    Stage("hang", (sequence_behind, different_collectives, alone_in_barrier, late_arrival, never_joined, silent_first,
+    Stage("hang", (sequence_behind, different_collectives, stacks_differ, alone_in_barrier, late_arrival, never_joined, silent_first,
                    all_timed_out, hang_unattributed), first_only=True, when=hung),
     Stage("outcome", (nothing_failed, failed_unexplained), first_only=True, when=_undecided),
     Stage("initiating", (odd_one_out,), when=_failure),
