@@ -3,7 +3,10 @@
     result = scan_fleet(["/shared/jobs"], "fleet.parquet", workers=2, observer=progress)
 
 One task per job (never per file), submitted through a bounded window so a fleet of a million
-jobs does not sit in memory as futures; rows are written as tasks finish. Jobs whose stamp (file
+jobs does not sit in memory as futures; rows are written as tasks finish. Tasks go to the
+scheduler a window at a time (`client.map`) and finished results come back in batches (one
+gather for all the tasks done since the last), which keeps the client's share of a 2-core
+machine small. Jobs whose stamp (file
 sizes and modification times) is already in the table are not diagnosed again unless
 `rescan=True`; when nothing changed, no cluster is started at all.
 """
@@ -67,6 +70,8 @@ def scan_fleet(roots: list[str], out: str, *, rescan: bool = False, client=None,
 
 
 def _run(client, todo: list[JobRef], out: str, result: ScanResult, observer) -> None:
+    from itertools import islice
+
     from distributed import as_completed
 
     from .cluster import worker_count
@@ -78,27 +83,31 @@ def _run(client, todo: list[JobRef], out: str, result: ScanResult, observer) -> 
     window = max(16, IN_FLIGHT_PER_WORKER * result.workers)
     pending = iter(todo)
     scanned_at = time.time()
-    by_key = {}
+    by_key: dict = {}
 
-    def submit(job: JobRef):
-        future = client.submit(diagnose_job, job, scanned_at, pure=False)
-        by_key[future.key] = job
-        return future
+    def submit(count: int) -> list:
+        """Up to `count` more jobs, in one message to the scheduler."""
+        jobs = list(islice(pending, count))
+        if not jobs:
+            return []
+        futures = client.map(diagnose_job, jobs, [scanned_at] * len(jobs), pure=False)
+        by_key.update({future.key: job for future, job in zip(futures, jobs)})
+        return futures
 
     # the client's own loop: as_completed would otherwise track on the default (latest) client's loop
-    futures = as_completed([submit(job) for _, job in zip(range(window), pending)], loop=client.loop,
-                           with_results=True, raise_errors=False)
+    finished = as_completed(submit(window), loop=client.loop)
     try:
-        for future, value in futures:
-            job = by_key.pop(future.key)
-            row = value if future.status == "finished" else _lost(job, value, scanned_at)
-            future.release()
-            writer.add(row)
-            _count(result, row)
-            observer.job_finished(row)
-            following = next(pending, None)
-            if following is not None:
-                futures.add(submit(following))
+        for batch in finished.batches():  # every future done since the last batch: one gather for all
+            done = [future for future in batch if future.status == "finished"]
+            values = dict(zip((future.key for future in done), client.gather(done)))
+            for future in batch:
+                job = by_key.pop(future.key)
+                row = values[future.key] if future.key in values else _lost(job, future.exception(), scanned_at)
+                future.release()
+                writer.add(row)
+                _count(result, row)
+                observer.job_finished(row)
+            finished.update(submit(len(batch)))
     finally:
         observer.close()
         writer.close()  # what finished is kept, even when interrupted
@@ -108,8 +117,6 @@ def _lost(job: JobRef, error, scanned_at: float) -> dict:
     """The row of a job whose task died (its worker was killed, e.g. over its memory limit)."""
     from .task import base_row
 
-    if isinstance(error, tuple):  # distributed hands back (type, exception, traceback)
-        error = next((item for item in error if isinstance(item, BaseException)), error)
     kind = type(error).__name__ if isinstance(error, BaseException) else "error"
     reason = ("the worker diagnosing it died (over its memory limit? raise --memory-limit)" if kind == "KilledWorker"
               else f"the task failed: {kind}")
