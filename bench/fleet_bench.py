@@ -151,13 +151,19 @@ def markdown(results: dict) -> str:
     ])
 
 
+BEGIN, END = "<!-- fleet_bench: written by bench/fleet_bench.py --write -->", "<!-- /fleet_bench -->"
+
+
 def write_section(text: str) -> None:
+    """Replace the section between our markers (other benchmarks own the rest of the file)."""
     current = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    start = current.find(SECTION)
-    if start >= 0:
-        end = current.find("\n## ", start + len(SECTION))
-        current = current[:start] + (current[end + 1:] if end >= 0 else "")
-    RESULTS.write_text(current.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+    start, end = current.find(BEGIN), current.find(END)
+    section = f"{BEGIN}\n{text.rstrip()}\n{END}\n"
+    if start >= 0 and end > start:
+        current = current[:start] + section + current[end + len(END):].lstrip("\n")
+    else:
+        current = current.rstrip("\n") + "\n\n" + section
+    RESULTS.write_text(current, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,12 +1,21 @@
-"""Arguments -> library -> renderer. Exit codes: 0 healthy/ok, 1 failure found, 2 tool error."""
+"""Arguments -> library -> renderer. Exit codes: 0 healthy/ok, 1 failure found, 2 tool error.
+
+`firstfault COMMAND ...` and `python -m firstfault COMMAND ...` both land in `main`. The
+configuration file (firstfault.config) fills the options the command line leaves open; `-o FILE`
+sends results to a file (replaced only when the command did its job); `-q` keeps standard error
+to errors.
+"""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
+import tempfile
 
 from . import __version__
-from .errors import FirstfaultError
+from .errors import FirstfaultError, UsageError
 
 # Each module registers its subcommands; keep this table the only place that names them.
 # Only the module of the command given is imported (a tiny log is answered in a fraction of a
@@ -16,13 +25,17 @@ COMMAND_MODULES = {
     "encyclopedia": ("explain", "list", "search", "compare"),
     "kbcheck": ("kb",),
     "evaluate": ("eval",),
+    "rules": ("rules",),
     "lab": ("lab",),
     "serve": ("serve",),
     "live": ("watch", "run"),
     "fleet": ("fleet",),
+    "lsp": ("lsp",),
+    "completion": ("completion",),
 }
 
 EXIT_OK, EXIT_FAILURE_FOUND, EXIT_TOOL_ERROR = 0, 1, 2
+READS_LOGS = ("diagnose", "watch", "run", "eval", "lab", "serve")  # where the matcher's speed shows
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -58,7 +71,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_TOOL_ERROR
     try:
-        return args.func(args)
+        from .commands.options import resolve
+        from .config import load_config
+
+        resolve(args, load_config())
+        with _quiet(args), _output(args) as status:
+            if args.command in READS_LOGS:
+                from .commands.options import warn_if_slow_matcher
+
+                warn_if_slow_matcher()
+            status.code = args.func(args)
+        return status.code
     except FirstfaultError as exc:
         print(f"firstfault: error: {exc.message}", file=sys.stderr)
         if exc.hint:
@@ -71,6 +94,54 @@ def main(argv: list[str] | None = None) -> int:
         # `firstfault ... | head` closed the pipe: not an error of ours
         sys.stderr.close()
         return EXIT_OK
+
+
+class _Status:
+    code = EXIT_TOOL_ERROR
+
+
+@contextlib.contextmanager
+def _quiet(args):
+    """-q/--quiet: standard error keeps errors and hints only, for the command's whole run."""
+    if not getattr(args, "quiet", False):
+        yield
+        return
+    from .commands.options import QuietStderr
+
+    original = sys.stderr
+    sys.stderr = QuietStderr(original)
+    try:
+        yield
+    finally:
+        sys.stderr = original
+
+
+@contextlib.contextmanager
+def _output(args):
+    """-o/--output FILE: results go to a temporary file beside FILE, which replaces FILE when
+    the command did its job (exit 0 or 1); after a tool error FILE is left as it was."""
+    status = _Status()
+    target = getattr(args, "output", None)
+    if not target:
+        yield status
+        return
+    folder = os.path.dirname(os.path.abspath(target))
+    try:
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".firstfault-", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}", "give -o a path in a folder you can write") from None
+    stream = os.fdopen(handle, "w", encoding="utf-8", newline="")
+    original = sys.stdout
+    sys.stdout = stream
+    try:
+        yield status
+    finally:
+        sys.stdout = original
+        stream.close()
+        if status.code in (EXIT_OK, EXIT_FAILURE_FOUND):
+            os.replace(temporary, target)
+        else:
+            os.unlink(temporary)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,9 +5,14 @@ is the expected class or one of `also_acceptable`, and, where the case names the
 initiating rank and host are the ones it names. Every case also has a verdict line
 (`id class rank host`) so a committed file of them works as a ratchet: a change shows exactly
 which cases moved.
+
+A case that cannot be scored (its case.yaml is not a mapping, names a class no knowledge-base
+entry has, has no logs/) is reported as invalid with the reason: never counted as a miss, never
+a traceback.
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +73,15 @@ class CaseResult:
         return f"{self.case_id} {klass} {rank} {self.got_host or '-'}"
 
 
+@dataclass(frozen=True)
+class InvalidCase:
+    """A case that cannot be scored, and why."""
+
+    case_id: str
+    path: str
+    reason: str
+
+
 def find_cases(roots: list[str]) -> list[Path]:
     cases = []
     for root in roots:
@@ -77,19 +91,45 @@ def find_cases(roots: list[str]) -> list[Path]:
         elif path.is_dir():
             cases.extend(sorted(parent for parent in (p.parent for p in path.glob("*/case.yaml"))))
         else:
-            raise InputError(f"{root}: not a case folder or a folder of cases", "a case folder holds case.yaml and logs/")
+            raise InputError(f"{root}: not a case folder or a folder of cases", "a case folder holds case.yaml and logs/ (docs/corpus.md)")
     if not cases:
-        raise InputError(f"no cases under {', '.join(roots)}", "a case folder holds case.yaml and logs/")
+        raise InputError(f"no cases under {', '.join(roots)}", "a case folder holds case.yaml and logs/ (docs/corpus.md)")
     return cases
 
 
-def evaluate_case(case_dir: Path) -> CaseResult:
-    spec = yaml.safe_load((case_dir / "case.yaml").read_text(encoding="utf-8"))
+def read_case(case_dir: Path, known_classes: set[str]) -> tuple[dict, str]:
+    """(the case.yaml mapping, "") or ({}, why the case cannot be scored)."""
+    try:
+        spec = yaml.safe_load((case_dir / "case.yaml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        return {}, f"cannot read case.yaml: {exc}"
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return {}, f"case.yaml is not valid YAML{f' (line {mark.line + 1})' if mark else ''}"
+    if not isinstance(spec, dict):
+        return {}, f"case.yaml must be a mapping with `id` and `expect`, not {type(spec).__name__} {str(spec)[:40]!r}"
+    expect = spec.get("expect")
+    if not isinstance(expect, dict) or not expect.get("class"):
+        return {}, "case.yaml has no `expect:` mapping with a `class`"
+    for name in [expect["class"], *(expect.get("also_acceptable") or ())]:
+        if name not in known_classes:
+            close = difflib.get_close_matches(str(name), sorted(known_classes), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            return {}, f"{name!r} is not a known class{hint}: use a knowledge-base id or `healthy`"
+    rank = expect.get("initiating_rank")
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)):
+        return {}, f"initiating_rank must be a whole number or null, not {rank!r}"
+    if not (case_dir / "logs").exists():
+        return {}, "the case has no logs/ folder"
+    return spec, ""
+
+
+def evaluate_case(case_dir: Path, spec: dict, kb=None) -> CaseResult:
     expect = spec.get("expect") or {}
     expected = expect.get("class", "healthy")
     got_entry, got_host = "", None
     try:
-        diagnosis = diagnose_paths([str(case_dir / "logs")])
+        diagnosis = diagnose_paths([str(case_dir / "logs")], kb=kb)
         got_class = diagnosis.primary.class_id if diagnosis.primary else diagnosis.status
         got_entry = diagnosis.primary.failure_id if diagnosis.primary else ""
         got_rank = diagnosis.initiating.rank if diagnosis.initiating else None
@@ -105,6 +145,7 @@ def evaluate_case(case_dir: Path) -> CaseResult:
 @dataclass(frozen=True)
 class Score:
     results: tuple[CaseResult, ...]
+    invalid: tuple[InvalidCase, ...] = ()
 
     def _ratio(self, hits: int, total: int) -> float:
         return hits / total if total else 1.0
@@ -140,8 +181,20 @@ class Score:
         return [result.verdict_line for result in self.results]
 
 
-def evaluate(roots: list[str]) -> Score:
-    return Score(tuple(evaluate_case(case) for case in find_cases(roots)))
+def evaluate(roots: list[str], kb=None) -> Score:
+    from .kb import load_knowledge_base
+
+    kb = kb or load_knowledge_base()
+    known = {entry.id for entry in kb.entries} | {old for entry in kb.entries for old in entry.get("redirect_from") or ()}
+    known |= {"healthy", "unknown"}
+    results, invalid = [], []
+    for case in find_cases(roots):
+        spec, problem = read_case(case, known)
+        if problem:
+            invalid.append(InvalidCase(case.name, str(case / "case.yaml"), problem))
+        else:
+            results.append(evaluate_case(case, spec, kb))
+    return Score(tuple(results), tuple(invalid))
 
 
 def verdict_changes(expected_lines: list[str], actual_lines: list[str]) -> list[str]:

@@ -21,6 +21,7 @@ class Signature:
     near_misses: tuple[str, ...] = ()
     core_class: str = ""  # the entry's core failure class, when the entry specialises one
     condition: str = ""  # numeric test over the captures (firstfault.match.conditions)
+    first_only: bool = False  # only its first hit in each file is kept (context saying what ran)
 
     @property
     def key(self) -> str:
@@ -136,6 +137,16 @@ class InputSummary:
 
 
 @dataclass(frozen=True)
+class StackSeen:
+    """A launcher, framework or scheduler the logs show (firstfault.stack), and where."""
+
+    id: str
+    name: str
+    source: str
+    line: int | None = None  # None when the file's path showed it
+
+
+@dataclass(frozen=True)
 class Because:
     """One step of the reasoning: which rule decided what, and the lines it used."""
 
@@ -158,3 +169,4 @@ class Diagnosis:
     because: tuple[Because, ...] = ()  # the reasoning, in order
     action: str | None = None  # restart | exclude-host-and-restart | fix-and-rerun; None when healthy
     action_detail: dict = field(default_factory=dict)  # hosts and commands for exclude-host-and-restart
+    stack: tuple[StackSeen, ...] = ()  # what the logs show of the software stack (firstfault.stack)

@@ -28,11 +28,12 @@ from .mask import HostMasker
 from .match.context import CONTEXT_SIGNATURES
 from .match.scanner import FileScan, Scanner
 from .model import Diagnosis, Evidence, InputSummary, Skipped
+from .stack import STACK_SIGNATURES, detect_stack, is_stack_cue
 
 
 @lru_cache(maxsize=4)
 def _signatures(kb: KnowledgeBase) -> tuple:
-    return tuple(kb.signatures) + CONTEXT_SIGNATURES
+    return tuple(kb.signatures) + CONTEXT_SIGNATURES + STACK_SIGNATURES
 
 
 def scanner_for(kb: KnowledgeBase) -> Scanner:
@@ -102,6 +103,8 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
         reasons = "; ".join(f"{item.source}: {item.reason}" for item in all_skipped)
         raise InputError(f"no readable input ({reasons})", "check the paths; binary or empty files are skipped")
     matches = resolve(read)
+    stack = detect_stack(read, matches)
+    matches = [match for match in matches if not is_stack_cue(match)]  # they say what ran, not who failed
     summary = InputSummary(
         files=tuple(scan.input.display for scan in read),
         lines=sum(scan.stats.lines for scan in read),
@@ -119,6 +122,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches),
                           relations_of(kb or load_knowledge_base()), stream_activity(read, matches),
                           job_hosts(matches, local_world_size(read)))
+    diagnosis = replace(diagnosis, stack=stack)
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
 
 
@@ -173,4 +177,5 @@ def _mask_hosts(diagnosis: Diagnosis) -> Diagnosis:
         candidates=tuple(finding(item) for item in diagnosis.candidates), inputs=inputs,
         notes=tuple(masker.mask_text(note, hosts) for note in diagnosis.notes),
         error_lines=tuple(evidence(e) for e in diagnosis.error_lines), fix_values=fix_values,
+        stack=tuple(replace(item, source=masker.mask_text(item.source, hosts)) for item in diagnosis.stack),
     )

@@ -71,11 +71,23 @@ def test_list_snapshot_and_json(capsys, snapshot):
 
 def test_list_bad_and_empty_categories(capsys):
     code, _, err = run(capsys, "list", "--category", "bogus")
-    assert code == 2 and "unknown category 'bogus'" in err and "hint: categories: network" in err
+    assert code == 2 and "no category or topic called 'bogus'" in err and "hint: choose from nccl, network" in err
     code, out, err = run(capsys, "list", "--category", "device")
     assert (code, out) == (0, "") and "no entries in category 'device' yet" in err
     code, out, _ = run(capsys, "list", "--category", "device", "--format", "json")
     assert (code, json.loads(out)) == (0, [])
+
+
+def test_list_takes_the_topics_compare_takes(capsys):
+    code, out, _ = run(capsys, "list", "--category", "nccl", "--format", "json")
+    assert code == 0 and [row["id"] for row in json.loads(out)] == ["collective-timeout-hang", "nccl-bad-interface"]
+
+
+def test_explain_ignores_case_and_suggests_close_ids(capsys):
+    code, out, _ = run(capsys, "explain", "GPU-OOM")
+    assert code == 0 and out.startswith("GPU out of memory")
+    code, _, err = run(capsys, "explain", "gpu_om")
+    assert code == 2 and "did you mean gpu-oom?" in err
 
 
 def test_search_a_pasted_line(capsys, snapshot):
@@ -91,7 +103,7 @@ def test_search_reads_stdin_for_dash(capsys, monkeypatch):
     hits = json.loads(out)
     assert code == 0
     assert [(hit["id"], hit["signature"]) for hit in hits] == [("gpu-oom", "tried-to-allocate"), ("python-error", "exception-line")]
-    assert hits[0]["message"] == "rank <rank> tried to allocate 2.00 GiB"
+    assert hits[0]["message"] == "a rank tried to allocate 2.00 GiB"
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -53,8 +53,10 @@ def test_values_fill_the_prose_and_env_but_not_code(kb):
     assert "NCCL on rank 3 bound to interface docker0" in text
     assert "export NCCL_SOCKET_IFNAME=ens5" in text
     blank = render_entry(entry, "terminal", width=200)
-    assert "NCCL on rank <rank> bound to interface <iface>" in blank
-    assert "export NCCL_SOCKET_IFNAME=<iface_wanted>" in blank
+    # no value known: the sentence leaves it out, a command gets a shell variable to set
+    assert "NCCL on a rank bound to an interface, which the other hosts cannot reach" in blank
+    assert "export NCCL_SOCKET_IFNAME=$IFACE_WANTED" in blank
+    assert "<rank>" not in blank and "{rank}" not in blank
 
 
 def test_json_is_the_raw_data_in_documented_key_order(kb):
@@ -75,8 +77,14 @@ def test_unknown_format_is_refused(kb):
 
 @pytest.mark.parametrize("text,values,expected", [
     ("rank {rank} on {host}", {"rank": 3, "host": "node-1"}, "rank 3 on node-1"),
-    ("rank {rank} on {host}", {"rank": 0}, "rank 0 on <host>"),
-    ("rank {rank}", {"rank": None}, "rank <rank>"),
+    ("rank {rank} on {host}", {"rank": 0}, "rank 0"),
+    ("rank {rank} raised {exc_type}", {"rank": None, "exc_type": "KeyError"}, "a rank raised KeyError"),
+    ("torchrun on {host} is stopping worker {pid} ({signal}) after another worker failed", {"pid": 71210},
+     "torchrun is stopping worker 71210 after another worker failed"),
+    ("rank {rank}: tensors on different devices ({dev_a} {dev_b}{arg_dev} {other_dev})",
+     {"rank": 0, "dev_a": "cuda:0", "dev_b": "cpu"}, "rank 0: tensors on different devices (cuda:0 cpu)"),
+    ("rank {rank}: Dynamo could not trace the model ({exc_type}): {detail}", {"rank": 2},
+     "rank 2: Dynamo could not trace the model"),
     ("tried {tried}", {"tried": "2.00 GiB"}, "tried 2.00 GiB"),
     ("keep ${HOME} and {{rank}}", {"rank": 1, "HOME": "x"}, "keep ${HOME} and {{rank}}"),
     ('{"stage": 3} and { rank }', {"rank": 1}, '{"stage": 3} and { rank }'),

@@ -54,6 +54,6 @@ def test_terminal_and_markdown_lead_with_the_answer(assert_log_dir):
     markdown = run_cli("diagnose", str(assert_log_dir), "--format", "markdown").stdout.decode()
     assert "cuda-device-side-assert" in terminal.splitlines()[0]
     assert "started on rank 1" in terminal
-    assert "Fix" in terminal and "Verify" in terminal
+    assert "Fix" in terminal and "Verification" in terminal
     assert markdown.startswith("## firstfault diagnosis")
     assert "`cuda-device-side-assert`" in markdown

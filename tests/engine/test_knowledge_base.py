@@ -92,3 +92,27 @@ def test_a_specialised_entry_is_reported_as_its_core_class():
     assert document["primary"]["failure_id"] == "loss-nan"
     assert document["primary"]["entry_id"] == "grad-norm-nonfinite"
     assert document["candidates"][0]["failure_id"] == "loss-nan"
+
+
+def test_every_id_the_engine_names_exists_in_the_knowledge_base():
+    from firstfault.correlate.ids import ABORT_SIGNATURES, ENGINE_IDS
+
+    assert [entry_id for entry_id in ENGINE_IDS if entry_id not in KB] == []
+    keys = {signature.key for signature in KB.signatures}
+    assert [key for key in ABORT_SIGNATURES if key not in keys] == []
+
+
+def test_explains_never_runs_both_ways(tmp_path: Path):
+    import shutil
+
+    from firstfault.kb.loader import ENTRIES_DIR, check_entries
+
+    root = tmp_path / "entries"
+    (root / "framework").mkdir(parents=True)
+    (root / "network").mkdir(parents=True)
+    shutil.copy(ENTRIES_DIR / "framework" / "preempted-sigterm.yaml", root / "framework")
+    peer = (ENTRIES_DIR / "network" / "collective-timeout-peer-crash.yaml").read_text()
+    (root / "network" / "collective-timeout-peer-crash.yaml").write_text(
+        peer.replace("\nsummary:", "\nexplains: [preempted-sigterm]\nsummary:", 1))
+    _entries, problems = check_entries(root)
+    assert any("explain each other" in problem.message for problem in problems), [p.message for p in problems]

@@ -372,3 +372,64 @@ def test_hang_stacks_differ_a_collective_only_one_rank_calls_is_a_mismatch():
     built = facts(matches)
     decided = rule("hang-stacks-differ").apply(built, start(built))
     assert decided.primary == "collective-mismatch" and decided.initiating.line.origin.rank == 0
+
+
+def test_external_stop_ended_a_hang_after_a_short_silence_when_one_rank_stopped_first():
+    stop = hit("preempted-sigterm", 50, time=208.0, source="slurm.out")
+    def lines(rank, saved=True):
+        return [(1, 196.0, "epoch 0 step 7/8 loss 1.35"), (2, 198.0, "epoch 0 step 8/8 loss 1.34"),
+                (3, 199.0, "saving checkpoint"), *([(4, 199.5, "checkpoint saved")] if saved else [])]
+    streams = [StreamActivity(f"rank{rank}.log", rank, None, tuple(StreamLine(*line) for line in lines(rank, rank != 3)), False,
+                              tuple(StreamLine(*line) for line in lines(rank)[:2])) for rank in range(4)]
+    built = facts([stop], activity=streams)
+    decided = rule("external-stop-ended-a-hang").apply(built, start(built))
+    assert decided is not None and decided.roots == ()
+
+
+def test_hang_silent_first_when_only_one_rank_logs_and_it_began_work_of_its_own():
+    logger = StreamActivity("slurm.out", 0, None, (StreamLine(5, 35.0, "0: epoch 0 step 8/8 loss 1.35"),
+                                                   StreamLine(6, 35.3, "0: rank 0: evaluating epoch 0 on the held-out set")),
+                            False, (StreamLine(4, 34.0, "0: epoch 0 step 5/8 loss 1.37"), StreamLine(5, 35.0, "0: epoch 0 step 8/8 loss 1.35")))
+    quiet = [StreamActivity("slurm.out", rank, None, (StreamLine(rank, 31.0, f"{rank}: rank {rank} shard has 128 samples"),)) for rank in (1, 2)]
+    built = facts([], activity=[logger, *quiet])
+    decided = rule("hang-silent-first").apply(built, Decision(hang="nothing was printed for 8 s"))
+    assert decided.initiating.line.origin.rank == 0
+
+
+def test_loopback_across_hosts_is_a_virtual_interface_fault():
+    loopback = context("nccl-loopback-interface", 3, rank=0, captures={"interface": "lo", "address": "127.0.0.1"},
+                       host="gpu-a", text="gpu-a:1:1 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>")
+    built = facts([loopback, hit("user-code-exception", 9, rank=5, weight=0.5, host="gpu-b")],
+                  hosts=JobHosts(named=("gpu-a", "gpu-b")))
+    decided = rule("loopback-across-hosts").apply(built, start(built))
+    assert [match.entry_id for match in decided.symptoms] == ["nccl-virtual-interface"]
+    one_host = facts([loopback], hosts=JobHosts(named=("gpu-a",)))
+    assert rule("loopback-across-hosts").apply(one_host, start(one_host)) is None
+
+
+def test_outlived_by_progress_of_a_later_attempt_of_the_same_worker():
+    crash = hit("user-code-exception", 15, source="logs/worker-0.previous.log", weight=0.5,
+                text="ValueError: host not found: Name or service not known")
+    restarted = StreamActivity("logs/worker-0.log", None, None, (StreamLine(40, None, "done"),), False,
+                               (StreamLine(20, None, "epoch 1 step 100 loss 1.9"), StreamLine(30, None, "epoch 1 step 200 loss 1.7")))
+    failed_before = StreamActivity("logs/worker-0.previous.log", None, None, (StreamLine(15, None, crash.line.text),))
+    built = facts([crash], activity=[failed_before, restarted], single=True)
+    decided = rule("outlived-by-progress").apply(built, start(built))
+    assert decided.roots == ()
+
+
+def test_crash_took_down_peers_makes_the_job_class_a_peer_crash():
+    relations = Relations(core_of={"native-crash": "native-crash"})
+    crash = hit("native-crash", 5, rank=2, source="console.log", text="Signal 11 (SIGSEGV) received by PID 7")
+    built = build_facts([crash, timeout(9, 0), timeout(9, 1)], InputSummary(ranks=(0, 1, 2)), False, None, None, relations)
+    decided = rule("crash-took-down-peers").apply(built, _decided(crash, built))
+    assert decided.failure_class == "collective-timeout-peer-crash"
+    alone = build_facts([crash], InputSummary(ranks=(2,)), False, None, None, relations)
+    assert rule("crash-took-down-peers").apply(alone, _decided(crash, alone)) is None
+
+
+def test_rules_command_lists_every_rule_in_order():
+    from .conftest import run_cli
+
+    listed = [line.split()[1] for line in run_cli("rules").stdout.decode().splitlines()]
+    assert listed == [item.id for _stage, item in all_rules()]

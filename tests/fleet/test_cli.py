@@ -43,8 +43,12 @@ def test_quick_start_scan_then_report(scanned_demo):
     assert document["jobs"]["total"] == 40
     terminal = run("fleet", "report", table)
     assert terminal.stdout.startswith(f"Fleet report: {table}") and "Failures by class" in terminal.stdout
-    again = run("fleet", "scan", str(demo / "fleet" / "jobs"), "--out", table)
-    assert again.returncode == 0 and again.stdout.startswith("40 jobs: 0 diagnosed, 40 unchanged")
+    again = run("fleet", "scan", str(demo / "fleet" / "jobs"), "--out", table, "--format", "json", "-q")
+    summary = json.loads(again.stdout)
+    assert again.returncode == 0 and (summary["found"], summary["diagnosed"], summary["unchanged"]) == (40, 0, 40)
+    assert again.stderr == ""
+    markdown = run("fleet", "report", table, "--format", "markdown", "-o", str(demo / "report.md"))
+    assert markdown.stdout == "" and (demo / "report.md").read_text().startswith(f"# Fleet report: `{table}`")
 
 
 def test_sql_on_the_table(scanned_demo):
@@ -53,6 +57,8 @@ def test_sql_on_the_table(scanned_demo):
     assert counted.returncode == 0 and json.loads(counted.stdout) == [{"jobs": 40}]
     plain = run("fleet", "sql", "SELECT status, count(*) FROM jobs GROUP BY 1 ORDER BY 1", "--table", table)
     assert plain.stdout.splitlines()[0].split() == ["status", "count_star()"] and plain.stdout.rstrip().endswith("rows)")
+    markdown = run("fleet", "sql", "SELECT status FROM jobs LIMIT 1", "--table", table, "--format", "markdown")
+    assert markdown.stdout.splitlines()[:2] == ["| status |", "| --- |"]
     bad = run("fleet", "sql", "SELECT nope FROM jobs", "--table", table)
     assert bad.returncode == 2 and bad.stderr.startswith("firstfault: error: query failed: ") and "hint: " in bad.stderr
     assert "Traceback" not in bad.stderr

@@ -75,7 +75,9 @@ def test_lab_run_without_torch_says_how_to_install_it():
             "sys.exit(main(['lab', 'run', 'straggler']))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
-    assert result.stderr.strip() == "firstfault lab needs PyTorch: pip install 'firstfault[lab]' (or pip install torch)"
+    # the CPU wheel: PyPI's default torch is the CUDA build (GBs) and the lab runs on CPU
+    assert result.stderr.strip() == ("firstfault lab needs PyTorch (the CPU build is enough): pip install torch "
+                                     "--index-url https://download.pytorch.org/whl/cpu && pip install 'firstfault[lab]'")
 
 
 def test_lab_run_unknown_scenario_is_a_tool_error(capsys):

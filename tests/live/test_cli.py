@@ -129,3 +129,53 @@ def test_run_unknown_command_is_a_tool_error(spawn, tmp_path):
     proc = spawn(FIRSTFAULT + ["run", "--log-dir", tmp_path / "logs", "--", "no-such-launcher-xyz"])
     assert proc.wait(timeout=60) == 2
     assert "cannot start no-such-launcher-xyz" in proc.stderr_text()
+
+
+FIRST_USER_LIVE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "first-user", "live3")
+
+
+def _live3_lines() -> dict[int, list[str]]:
+    return {rank: open(os.path.join(FIRST_USER_LIVE, f"rank{rank}.log")).read().splitlines(keepends=True)
+            for rank in range(4)}
+
+
+def _hang_after_backlog(spawn, logs, write, backlog_lines: int):
+    """The first `backlog_lines` of every rank are there before watching begins; then ranks 0, 1, 3
+    go on while rank 2 writes what is left of its three progress lines, and stops."""
+    lines = _live3_lines()
+    for rank in range(4):
+        write(rank, "".join(lines[rank][:backlog_lines]))
+    watcher = spawn(FIRSTFAULT + ["watch", logs, "--format", "jsonl", "--poll", "0.1", "--hang-after", "1.5"])
+    watcher.wait_stderr("firstfault: watching", timeout=60)
+    for index in range(backlog_lines, 6):
+        for rank in range(4):
+            if index < len(lines[rank]):
+                write(rank, lines[rank][index])
+        time.sleep(0.3)
+    _, alert = watcher.next_json(lambda value: value.get("kind") == "hang", timeout=15)
+    return alert
+
+
+def test_watch_names_the_rank_that_stopped_when_the_files_held_a_backlog(spawn, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    alert = _hang_after_backlog(spawn, logs, lambda rank, text: _append(logs / f"rank{rank}.log", text), 2)
+    assert alert["ranks"] == [2], alert
+
+
+def test_watch_names_the_rank_that_stopped_in_one_srun_label_file(spawn, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+
+    def write(rank, text):
+        _append(logs / "job.out", "".join(f"{rank}: {line}" for line in text.splitlines(keepends=True)))
+
+    alert = _hang_after_backlog(spawn, logs, write, 2)
+    assert alert["ranks"] == [2], alert
+
+
+def test_watch_names_a_rank_that_had_stopped_before_watching_began(spawn, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    alert = _hang_after_backlog(spawn, logs, lambda rank, text: _append(logs / f"rank{rank}.log", text), 3)
+    assert alert["ranks"] == [2], alert

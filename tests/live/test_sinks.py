@@ -121,7 +121,7 @@ def test_terminal_and_jsonl_renderings():
 
 def test_unexplained_failure_is_alerted_once_settled():
     engine = LiveEngine(load_knowledge_base())
-    text = b"2026-12-02 17:00:00,000 step 1\nSegmentation fault (core dumped)\n"
+    text = b"2026-12-02 17:00:00,000 step 1\nthe trainer exited with exit code 3\n"
     engine.ingest([Chunk(("rank0.log", 0), "rank0.log", "rank0.log", text)], now=0.0)
     assert engine.evaluate(now=0.5) == []
     alerts = engine.evaluate(now=2.5)

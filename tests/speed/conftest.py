@@ -9,6 +9,7 @@ import pytest
 
 from firstfault.kb import load_knowledge_base
 from firstfault.match.context import CONTEXT_SIGNATURES
+from firstfault.stack import STACK_SIGNATURES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +23,7 @@ def load_generator():
 
 @pytest.fixture(scope="session")
 def signatures():
-    return list(load_knowledge_base().signatures) + list(CONTEXT_SIGNATURES)
+    return list(load_knowledge_base().signatures) + list(CONTEXT_SIGNATURES) + list(STACK_SIGNATURES)
 
 
 @pytest.fixture(scope="session")

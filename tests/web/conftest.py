@@ -11,7 +11,7 @@ warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testcli
 pytest.importorskip("fastapi")
 pytest.importorskip("jinja2")
 
-from firstfault.model import Diagnosis, Evidence, Finding, InputSummary  # noqa: E402
+from firstfault.model import Because, Diagnosis, Evidence, Finding, InputSummary, StackSeen  # noqa: E402
 
 T0 = 1_764_000_000.0
 OOM_LINE = ("[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
@@ -50,6 +50,12 @@ def canned_diagnosis() -> Diagnosis:
                             bytes=512_000, ranks=(0, 1, 2, 3), hosts=("gpu-node-07", "gpu-node-08")),
         notes=("the rank was named by the [rankN]: prefix",),
         fix_values={"tried": "2.00 GiB"},
+        because=(Because("earliest-strong-root", "cuda-oom on rank 1 is the earliest error that can start a failure",
+                         (("rank1.log", 790),)),
+                 Because("consequences", "then collective-timeout-peer-crash on ranks 0,2-3: consequences of cuda-oom",
+                         (("rank0.log", 900),))),
+        action="fix-and-rerun",
+        stack=(StackSeen("torchrun", "torchrun", "launcher.log", 3), StackSeen("hf-trainer", "HF Trainer", "rank0.log", 12)),
     )
 
 

@@ -160,8 +160,27 @@ def test_upload_a_folder_archive(page, server, tmp_path):
     page.click("#diagnose-button")
     page.wait_for_url(re.compile(r"/history/\d+$"))
     assert page.inner_text("#initiating-rank") == "rank 1"
-    assert "job-1234/logs/rank1.log" in page.inner_text("#verdict")
+    # the shortest path that tells the files apart is shown; the whole path is its tooltip
+    first_line = page.locator("#verdict dd code").first
+    assert first_line.inner_text().startswith("rank1.log:")
+    assert first_line.get_attribute("title").endswith("job-1234/logs/rank1.log")
     shot(page, "03-result-archive")
+
+
+def test_fix_and_verify_commands_are_never_cut_off(page, server):
+    """Every code box of the Fix and Verify cards shows its whole text, even on a narrow window."""
+    page.set_viewport_size({"width": 760, "height": 900})
+    page.goto(server + "/")
+    page.fill("#text", combined_console())
+    page.click("#diagnose-button")
+    page.wait_for_url(re.compile(r"/history/\d+$"))
+    boxes = page.locator("#fix pre, #verify pre")
+    assert boxes.count() >= 2
+    for index in range(boxes.count()):
+        box = boxes.nth(index)
+        scroll, client = box.evaluate("element => [element.scrollWidth, element.clientWidth]")
+        assert scroll <= client, f"code box {index} is cut off: {box.inner_text()[:80]!r}"
+    shot(page, "02b-result-narrow")
 
 
 def test_try_a_sample(page, server):

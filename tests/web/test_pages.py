@@ -46,6 +46,9 @@ def test_paste_redirects_to_the_stored_result(client, fake_pipeline):
     assert "rank1.log:790" in html and "rank0.log:900" in html
     assert "Collateral" in html and "ranks 0, 2, 3" in html
     assert html.count("data-copy") >= 3 and 'id="fix"' in html and 'id="verify"' in html
+    # what to do with the job, and the reasoning with links to its lines
+    assert 'id="action"' in html and "fix the cause, then rerun" in html
+    assert 'id="because"' in html and "earliest-strong-root" in html and "rank1.log:790" in html[html.index('id="because"'):]
     assert_self_contained(html)
 
 

@@ -1,10 +1,10 @@
 """`firstfault diagnose PATH...`: the main job."""
 from __future__ import annotations
 
-import os
+import argparse
 import sys
 
-FORMATS = ("terminal", "json", "markdown")
+from .options import FORMATS, add_output_options, knowledge_base, use_color
 
 
 def register(subparsers) -> None:
@@ -15,18 +15,10 @@ def register(subparsers) -> None:
                     "Exit status: 0 healthy, 1 failure found, 2 tool error.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="log files, folders, globs, or - for stdin")
-    parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format (default: terminal)")
-    parser.add_argument("--mask-hosts", action="store_true", help="replace host names and IPs by stable pseudonyms")
-    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in terminal output")
+    add_output_options(parser, FORMATS)
+    parser.add_argument("--mask-hosts", action=argparse.BooleanOptionalAction, default=None,
+                        help="replace host names and IPs by stable pseudonyms (default: off, or the configuration's)")
     parser.set_defaults(func=run)
-
-
-def use_color(choice: str, stream) -> bool:
-    from ..render.entry_terminal import use_color as terminal_wants_color
-
-    if choice != "auto":
-        return choice == "always"
-    return terminal_wants_color(stream, os.environ)
 
 
 def render(diagnosis, kb, output_format: str, color: bool = False) -> str:
@@ -47,19 +39,28 @@ def exit_status(diagnosis) -> int:
     return 0 if diagnosis.status == "healthy" else 1
 
 
+STDIN_HINT = ("firstfault: reading logs from standard input; paste them and press Ctrl-D "
+              "(or give files: firstfault diagnose PATH...)")
+
+
 def run(args) -> int:
-    from ..kb import load_knowledge_base
     from ..pipeline import diagnose_paths
     from ..progress import ProgressObserver
 
-    kb = load_knowledge_base()
+    if "-" in args.paths and sys.stdin.isatty():
+        print(STDIN_HINT, file=sys.stderr)  # otherwise it would wait without a word
+    kb = knowledge_base(args)
     if kb.problems:
         print(f"firstfault: warning: {len(kb.problems)} knowledge-base problem(s); affected entries are left out "
               "(run `firstfault kb check`)", file=sys.stderr)
     observer = ProgressObserver(sys.stderr)
-    diagnosis = diagnose_paths(args.paths, mask_hosts=args.mask_hosts, observer=observer, kb=kb)
-    observer.close()
-    for item in diagnosis.inputs.skipped:
+    try:
+        diagnosis = diagnose_paths(args.paths, mask_hosts=args.mask_hosts, observer=observer, kb=kb)
+    finally:
+        observer.close()  # erased before anything else is said, error or report
+    from ..render.diagnosis_text import skipped_worth_saying
+
+    for item in skipped_worth_saying(diagnosis.inputs.skipped):
         print(f"firstfault: skipped {item.source}: {item.reason}", file=sys.stderr)
     sys.stdout.write(render(diagnosis, kb, args.format, use_color(args.color, sys.stdout)))
     return exit_status(diagnosis)

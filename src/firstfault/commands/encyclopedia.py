@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import shutil
 import sys
 from pathlib import Path
 
 from ..errors import UnknownEntryError, UsageError
+from .options import FORMATS, add_output_options, knowledge_base, use_color
 
 READING_WIDTH = 100  # prose wider than this is hard to read, whatever the terminal
 
@@ -25,12 +25,12 @@ def register(subparsers) -> None:
 
     explain = subparsers.add_parser("explain", parents=[common], help="show one knowledge-base entry in full")
     explain.add_argument("id", metavar="ID", help="entry id, e.g. cuda-oom (`firstfault list` shows them all)")
-    explain.add_argument("--format", choices=("terminal", "json", "markdown"), default="terminal")
+    add_output_options(explain, FORMATS)
     explain.set_defaults(func=run_explain)
 
     listing = subparsers.add_parser("list", parents=[common], help="list the knowledge-base entries")
-    listing.add_argument("--category", metavar="C", help="only entries of category C")
-    listing.add_argument("--format", choices=("terminal", "json"), default="terminal")
+    listing.add_argument("--category", metavar="C", help="only entries of category C, or of a topic such as nccl")
+    add_output_options(listing, FORMATS)
     listing.set_defaults(func=run_list)
 
     search = subparsers.add_parser(
@@ -38,12 +38,12 @@ def register(subparsers) -> None:
     )
     search.add_argument("text", metavar="TEXT", nargs="+", help="words or a log line; '-' reads it from stdin")
     search.add_argument("--limit", metavar="N", type=int, default=10, help="show at most N entries (0: all; default 10)")
-    search.add_argument("--format", choices=("terminal", "json"), default="terminal")
+    add_output_options(search, FORMATS)
     search.set_defaults(func=run_search)
 
     compare = subparsers.add_parser("compare", parents=[common], help="look-alike entries side by side, and what tells them apart")
     compare.add_argument("category", metavar="CATEGORY", help="a category, or nccl for the NCCL and collective-timeout entries")
-    compare.add_argument("--format", choices=("terminal", "markdown", "json"), default="terminal")
+    add_output_options(compare, FORMATS)
     compare.set_defaults(func=run_compare)
 
 
@@ -52,9 +52,9 @@ def run_explain(args) -> int:
 
     kb = _knowledge_base(args)
     entry = find_entry(kb, args.id)
-    if entry.id != args.id:
+    if entry.id != args.id and entry.id != args.id.lower():
         print(f"firstfault: note: {args.id!r} was renamed to {entry.id!r}", file=sys.stderr)
-    color, width = _terminal()
+    color, width = _terminal(args)
     titles = {other.id: other.title for other in kb.entries}
     text = render_entry(entry, args.format, color=color, width=min(width, READING_WIDTH), related_titles=titles)
     sys.stdout.write(text)
@@ -62,19 +62,17 @@ def run_explain(args) -> int:
 
 
 def run_list(args) -> int:
-    from ..kb.schema import CATEGORIES
+    from ..kb.compare import select
     from ..render.entry_tables import render_list
 
     kb = _knowledge_base(args)
     entries = kb.entries
     if args.category is not None:
-        if args.category not in CATEGORIES:
-            raise UsageError(f"unknown category {args.category!r}", f"categories: {', '.join(CATEGORIES)}")
-        entries = kb.in_category(args.category)
+        entries = select(kb, args.category)  # a category, or a topic as `compare` takes (nccl)
         if not entries and args.format == "terminal":
             print(f"firstfault: no entries in category {args.category!r} yet", file=sys.stderr)
             return 0
-    color, width = _terminal()
+    color, width = _terminal(args)
     sys.stdout.write(render_list(entries, args.format, width=width, color=color))
     return 0
 
@@ -92,7 +90,7 @@ def run_search(args) -> int:
     if not hits and args.format == "terminal":
         print("firstfault: no entry matches; try fewer or other words, or paste the error line", file=sys.stderr)
         return 0
-    color, width = _terminal()
+    color, width = _terminal(args)
     sys.stdout.write(render_search(hits, args.format, width=width, color=color))
     return 0
 
@@ -102,32 +100,38 @@ def run_compare(args) -> int:
     from ..render.entry_compare import render_comparison
 
     comparison = compare(_knowledge_base(args), args.category)
-    color, width = _terminal()
+    color, width = _terminal(args)
     sys.stdout.write(render_comparison(comparison, args.format, width=width, color=color))
     return 0
 
 
 def find_entry(kb, entry_id: str):
-    """kb.get, with the closest ids named in the hint when there is no such entry."""
+    """kb.get (ids are lower case: `CUDA-OOM` is `cuda-oom`), with the closest ids named in the
+    hint when there is no such entry."""
+    if entry_id not in kb and entry_id.lower() in kb:
+        entry_id = entry_id.lower()
     try:
         return kb.get(entry_id)
     except UnknownEntryError as exc:
         known = [entry.id for entry in kb.entries] + [old for entry in kb.entries for old in entry.get("redirect_from") or ()]
         # an old id suggests the entry it now names; each entry once
-        close = list(dict.fromkeys(kb.get(match).id for match in difflib.get_close_matches(entry_id, known, n=3, cutoff=0.6)))
+        wanted = entry_id.lower().replace("_", "-").replace(" ", "-")
+        close = list(dict.fromkeys(kb.get(match).id for match in difflib.get_close_matches(wanted, known, n=3, cutoff=0.6)))
         if not close:
             raise
         raise UnknownEntryError(exc.message, f"did you mean {' or '.join(close)}? `firstfault list` shows every id") from None
 
 
 def _knowledge_base(args):
-    from ..kb.loader import ENTRIES_DIR, load_knowledge_base
+    """--entries DIR replaces the built-in entries; otherwise the built-in ones and the
+    configuration's signature folders."""
+    from ..kb.loader import load_knowledge_base
 
-    return load_knowledge_base(args.entries.resolve() if args.entries else ENTRIES_DIR)
+    if args.entries:
+        return load_knowledge_base(args.entries.resolve())
+    return knowledge_base(args)
 
 
-def _terminal() -> tuple[bool, int]:
-    """Colour and width for stdout: colour only on a terminal without NO_COLOR."""
-    from ..render.entry import use_color
-
-    return use_color(sys.stdout, os.environ), shutil.get_terminal_size().columns
+def _terminal(args) -> tuple[bool, int]:
+    """Colour (--color; auto: a terminal without NO_COLOR) and width for standard output."""
+    return use_color(args.color, sys.stdout), shutil.get_terminal_size().columns

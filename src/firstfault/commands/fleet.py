@@ -12,8 +12,11 @@ to install. Exit status: scan 0 when done; report 1 when it names suspect hosts,
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
+
+from .options import FORMATS, add_output_options, use_color
 
 DEFAULT_TABLE = "fleet.parquet"
 
@@ -37,20 +40,20 @@ def register(subparsers) -> None:
     scan.add_argument("--memory-limit", default="4GiB", metavar="SIZE", help="memory per local worker (default: 4GiB)")
     scan.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler, e.g. tcp://10.0.0.5:8786")
     scan.add_argument("--scheduler-file", metavar="PATH", help="the scheduler file `dask scheduler --scheduler-file` wrote (Slurm)")
+    add_output_options(scan, FORMATS)
     scan.set_defaults(func=run_scan)
 
     report = commands.add_parser("report", help="recurring failures, failures by class and week, suspect hosts")
     report.add_argument("table", nargs="?", default=DEFAULT_TABLE, metavar="TABLE", help=f"the table (default: {DEFAULT_TABLE})")
-    report.add_argument("--format", choices=("terminal", "markdown", "json"), default="terminal", help="output format")
     report.add_argument("--min-jobs", type=int, default=3, metavar="K", help="a suspect host started host-level failures in at least K jobs (default: 3)")
     report.add_argument("--alpha", type=float, default=0.01, help="family-wise error rate of the host test (default: 0.01)")
-    report.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in terminal output")
+    add_output_options(report, FORMATS)
     report.set_defaults(func=run_report)
 
     sql = commands.add_parser("sql", help="query the table with DuckDB (the view is `jobs`)")
     sql.add_argument("query", metavar="QUERY", help='e.g. "SELECT initiating_host, count(*) FROM jobs GROUP BY 1 ORDER BY 2 DESC"')
     sql.add_argument("--table", default=None, metavar="TABLE", help=f"the table (default: $FIRSTFAULT_FLEET_TABLE or {DEFAULT_TABLE})")
-    sql.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
+    add_output_options(sql, FORMATS)  # terminal: an aligned table; markdown: a Markdown table
     sql.set_defaults(func=run_sql)
 
     demo = commands.add_parser("demo", help="write a synthetic fleet with planted bad hosts (for trying fleet mode)")
@@ -59,6 +62,7 @@ def register(subparsers) -> None:
     demo.add_argument("--hosts", type=int, default=40, help="hosts (default: 40)")
     demo.add_argument("--bad-hosts", type=int, default=2, help="planted faulty hosts (default: 2)")
     demo.add_argument("--seed", type=int, default=13, help="random seed (default: 13)")
+    add_output_options(demo, FORMATS)
     demo.set_defaults(func=run_demo)
 
     serve = commands.add_parser("serve", help="the web app with the /fleet page on this table")
@@ -93,20 +97,32 @@ def run_scan(args) -> int:
         print(f"firstfault: skipped {item.source}: {item.reason}", file=sys.stderr)
     for path, reason in result.errors:
         print(f"firstfault: not diagnosed {path}: {reason}", file=sys.stderr)
-    rate = f", {result.diagnosed / result.seconds:.1f} jobs/s on {result.workers} worker(s)" if result.diagnosed else ""
-    print(f"{result.found} jobs: {result.diagnosed} diagnosed, {result.unchanged} unchanged (skipped), "
-          f"{result.failed} failed, {len(result.errors)} not diagnosed, in {result.seconds:.1f} s{rate} -> {args.out}")
-    print(f"next: firstfault fleet report {args.out}")
+    summary = {"table": args.out, "found": result.found, "diagnosed": result.diagnosed, "unchanged": result.unchanged,
+               "failed": result.failed, "not_diagnosed": [{"job_path": path, "error": reason} for path, reason in result.errors],
+               "skipped": [{"source": item.source, "reason": item.reason} for item in result.skipped],
+               "seconds": round(result.seconds, 3), "workers": result.workers}
+    sys.stdout.write(_scan_text(summary, args.format))
     return 0
+
+
+def _scan_text(summary: dict, output_format: str) -> str:
+    if output_format == "json":
+        return json.dumps(summary, indent=2) + "\n"
+    rate = summary["diagnosed"] / summary["seconds"] if summary["diagnosed"] and summary["seconds"] else 0.0
+    line = (f"{summary['found']} jobs: {summary['diagnosed']} diagnosed, {summary['unchanged']} unchanged (skipped), "
+            f"{summary['failed']} failed, {len(summary['not_diagnosed'])} not diagnosed, in {summary['seconds']:.1f} s"
+            + (f", {rate:.1f} jobs/s on {summary['workers']} worker(s)" if summary["diagnosed"] else "") + f" -> {summary['table']}")
+    if output_format == "markdown":
+        return f"{line}\n\nNext: `firstfault fleet report {summary['table']}`\n"
+    return f"{line}\nnext: firstfault fleet report {summary['table']}\n"
 
 
 def run_report(args) -> int:
     from ..fleet.cluster import require
     from ..fleet.render import render_json, render_markdown, render_terminal
     from ..fleet.report import build_report
-    from ..fleet.table import parts, read_rows
     from ..errors import UsageError
-    from .diagnose import use_color
+    from ..fleet.table import parts, read_rows
 
     require(("pyarrow",))
     if not parts(args.table):
@@ -141,11 +157,19 @@ def run_demo(args) -> int:
         raise UsageError(f"{args.jobs} jobs over {args.hosts} hosts with {args.bad_hosts} bad hosts is not a fleet",
                          "give at least 1 job and 2 more hosts than bad hosts")
     truth = make_fleet(args.out, jobs=args.jobs, hosts=args.hosts, bad_hosts=args.bad_hosts, seed=args.seed)
-    planted = ", ".join(f"{host} ({value['kind']})" for host, value in truth["bad_hosts"].items())
     jobs_root = os.path.join(args.out, "jobs")
-    print(f"{args.jobs} jobs over {args.hosts} hosts in {jobs_root}; planted bad hosts: {planted or 'none'}; "
-          f"truth in {os.path.join(args.out, 'truth.json')}")
-    print(f"next: firstfault fleet scan {jobs_root} --out {DEFAULT_TABLE} && firstfault fleet report {DEFAULT_TABLE}")
+    summary = {"jobs_root": jobs_root, "truth": os.path.join(args.out, "truth.json"), "jobs": args.jobs, "hosts": args.hosts,
+               "bad_hosts": {host: value["kind"] for host, value in truth["bad_hosts"].items()}}
+    if args.format == "json":
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        return 0
+    planted = ", ".join(f"{host} ({kind})" for host, kind in summary["bad_hosts"].items()) or "none"
+    line = f"{args.jobs} jobs over {args.hosts} hosts in {jobs_root}; planted bad hosts: {planted}; truth in {summary['truth']}"
+    command = f"firstfault fleet scan {jobs_root} --out {DEFAULT_TABLE} && firstfault fleet report {DEFAULT_TABLE}"
+    if args.format == "markdown":
+        sys.stdout.write(f"{line}\n\nNext: `{command}`\n")
+    else:
+        sys.stdout.write(f"{line}\nnext: {command}\n")
     return 0
 
 

@@ -6,7 +6,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-NEEDS_TORCH = "firstfault lab needs PyTorch: pip install 'firstfault[lab]' (or pip install torch)"
+from .options import FORMATS, add_output_options, use_color
+
+NEEDS_TORCH = ("firstfault lab needs PyTorch (the CPU build is enough): "
+               "pip install torch --index-url https://download.pytorch.org/whl/cpu && pip install 'firstfault[lab]'")
 
 
 def register(subparsers) -> None:
@@ -15,7 +18,7 @@ def register(subparsers) -> None:
     lab = subparsers.add_parser("lab", help="reproduce failures with small real training jobs (needs PyTorch)")
     lab_sub = lab.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
     listing = lab_sub.add_parser("list", help="show the scenarios")
-    listing.add_argument("--format", choices=("text", "json"), default="text")
+    add_output_options(listing, FORMATS)
     listing.set_defaults(func=run_list)
     run = lab_sub.add_parser(
         "run", help="run one scenario for real, keep its logs as a labelled case, print the diagnosis",
@@ -28,7 +31,7 @@ def register(subparsers) -> None:
     run.add_argument("--layout", choices=LAYOUTS, default=None, help="how the logs are captured (scenario default)")
     run.add_argument("--out", metavar="DIR", default=None, help="where to keep the case (default: a new temporary folder)")
     run.add_argument("--fixed", action="store_true", help="apply the scenario's fix: the run should be healthy")
-    run.add_argument("--format", choices=("text", "json"), default="text", help="json: print the diagnosis contract")
+    add_output_options(run, FORMATS)
     run.set_defaults(func=run_scenario)
 
 
@@ -40,11 +43,20 @@ def run_list(args) -> int:
                  "fix": list(s.fix_args)} for s in SCENARIOS]
         print(json.dumps(rows, indent=2))
         return 0
+    if args.format == "markdown":
+        print("| scenario | class | what it does | fix |\n|---|---|---|---|")
+        for scenario in SCENARIOS:
+            fix = f"`{' '.join(scenario.fix_args)}`" if scenario.fixable else ""
+            print(f"| `{scenario.name}` | `{scenario.expect_class}` | {scenario.description} | {fix} |")
+        return 0
+    from ..render.entry_terminal import Style
+
+    style = Style(use_color(args.color, sys.stdout))
     width = max(len(s.name) for s in SCENARIOS)
     class_width = max(len(s.expect_class) for s in SCENARIOS)
     for scenario in SCENARIOS:
         fix = f"  [fix: {' '.join(scenario.fix_args)}]" if scenario.fixable else ""
-        print(f"{scenario.name:<{width}}  {scenario.expect_class:<{class_width}}  {scenario.description}{fix}")
+        print(style("literal", f"{scenario.name:<{width}}") + f"  {scenario.expect_class:<{class_width}}  {scenario.description}{fix}")
     print(f"\n{len(SCENARIOS)} scenarios; run one with: firstfault lab run NAME [--layout L] [--world-size N] [--rank R]")
     return 0
 
@@ -82,6 +94,10 @@ def run_scenario(args) -> int:
     problems = judge(contract, lab_run.expect)
     if args.format == "json":
         print(json.dumps(contract, indent=2, ensure_ascii=False))
+    elif args.format == "markdown":
+        print("".join(f"- **{label.strip(': ')}**: {text.strip()}\n" for label, text in
+                      (line.split(":", 1) for line in describe(lab_run.expect, contract, problems).splitlines()
+                       if not line.startswith(" ")) ), end="")
     else:
         print(describe(lab_run.expect, contract, problems))
     return 1 if problems else 0

@@ -1,6 +1,7 @@
 """`firstfault watch PATH...` and `firstfault run -- COMMAND...`: the first fault as it happens."""
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import threading
@@ -8,7 +9,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-FORMATS = ("terminal", "jsonl")
+from .options import STREAM_FORMATS, add_output_options, knowledge_base, use_color
 
 
 def register(subparsers) -> None:
@@ -39,8 +40,7 @@ def register(subparsers) -> None:
 
 
 def _add_alert_options(parser) -> None:
-    parser.add_argument("--format", choices=FORMATS, default="terminal",
-                        help="alerts as readable lines or as JSON lines (firstfault.alert/1) on stdout")
+    add_output_options(parser, STREAM_FORMATS, output=False)  # json = JSON lines (firstfault.alert/1)
     parser.add_argument("--webhook", action="append", default=[], metavar="URL",
                         help="POST each alert as JSON (with a Slack-compatible `text`); may be repeated")
     parser.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on /metrics")
@@ -51,14 +51,15 @@ def _add_alert_options(parser) -> None:
     parser.add_argument("--progress-regex", metavar="REGEX",
                         help="what a progress line looks like; the numbers it captures order ranks (default: step/iter/batch/epoch N)")
     parser.add_argument("--poll", type=float, default=0.2, metavar="SECONDS", help="how often files are checked (default 0.2)")
-    parser.add_argument("--mask-hosts", action="store_true", help="replace host names and IPs by stable pseudonyms")
+    parser.add_argument("--mask-hosts", action=argparse.BooleanOptionalAction, default=None,
+                        help="replace host names and IPs by stable pseudonyms (default: off, or the configuration's)")
 
 
 def _sinks(args, alert_stream):
     from ..errors import InputError
     from ..watch.sinks import Fanout, JsonLinesSink, TerminalSink
 
-    sinks = [JsonLinesSink(alert_stream) if args.format == "jsonl" else TerminalSink(alert_stream)]
+    sinks = [JsonLinesSink(alert_stream) if _json_lines(args) else TerminalSink(alert_stream, use_color(args.color, alert_stream))]
     for url in args.webhook:
         if not url.startswith(("http://", "https://")):
             raise InputError(f"--webhook {url!r} is not an http(s) URL", "give e.g. https://hooks.slack.com/services/...")
@@ -82,7 +83,6 @@ def _engine(args):
     import re
 
     from ..errors import InputError
-    from ..kb import load_knowledge_base
     from ..watch.engine import LiveEngine
 
     if args.progress_regex:
@@ -92,8 +92,27 @@ def _engine(args):
             raise InputError(f"--progress-regex is not a valid regular expression: {exc}", "e.g. 'step (\\d+)'") from None
     if args.hang_after <= 0 or args.poll <= 0:
         raise InputError("--hang-after and --poll must be positive", "e.g. --hang-after 120 --poll 0.2")
-    kb = load_knowledge_base()
+    kb = knowledge_base(args)
     return kb, LiveEngine(kb, hang_after=args.hang_after, progress_pattern=args.progress_regex, mask_hosts=args.mask_hosts)
+
+
+def _json_lines(args) -> bool:
+    return args.format in ("json", "jsonl")
+
+
+def _say_what_is_missing(paths: list[str]) -> None:
+    """watch waits for paths that do not exist yet; it says so, rather than waiting in silence."""
+    import glob
+    import os
+
+    for path in paths:
+        if glob.has_magic(path) and not glob.glob(path, recursive=True):
+            print(f"firstfault: nothing matches {path} yet; waiting for it (Ctrl-C stops)", file=sys.stderr)
+        elif not glob.has_magic(path) and not os.path.exists(path):
+            parent = os.path.dirname(os.path.abspath(path))
+            note = "" if os.path.isdir(parent) else f" (nor does its folder {parent})"
+            print(f"firstfault: {path} does not exist yet{note}; waiting for it to appear (Ctrl-C stops)",
+                  file=sys.stderr)
 
 
 def _file_events(event) -> None:
@@ -124,6 +143,7 @@ def run_watch(args) -> int:
     deadline = time.monotonic() + args.duration if args.duration else None
     print(f"firstfault: watching {', '.join(args.paths)} (hang after {args.hang_after:g} s without progress)",
           file=sys.stderr)
+    _say_what_is_missing(list(args.paths))
     try:
         watch_loop(follower, engine, sink, stop=stop, poll_seconds=args.poll, deadline=deadline, observer=_file_events)
     except KeyboardInterrupt:
@@ -141,7 +161,7 @@ def run_command(args) -> int:
     from ..watch.follower import Follower
     from ..watch.launch import Launched
     from ..watch.loop import finish, step
-    from .diagnose import render, use_color
+    from .diagnose import render
 
     command = list(args.command)
     if command and command[0] == "--":
@@ -154,9 +174,9 @@ def run_command(args) -> int:
         raise InputError(f"--log-dir {log_dir} is not empty", "give a new or empty folder for this run's logs")
     kb, engine = _engine(args)
     # with JSON lines on stdout, the job's own stdout goes to stderr so stdout stays machine-readable
-    alert_stream = sys.stdout if args.format == "jsonl" else sys.stderr
+    alert_stream = sys.stdout if _json_lines(args) else sys.stderr
     sink = _sinks(args, alert_stream)
-    console_out = sys.stderr.buffer if args.format == "jsonl" else sys.stdout.buffer
+    console_out = sys.stderr.buffer if _json_lines(args) else sys.stdout.buffer
     try:
         launched = Launched(command, log_dir, console_out, sys.stderr.buffer)
     except OSError as exc:
@@ -181,13 +201,13 @@ def run_command(args) -> int:
         sink.close()
     diagnosis = engine.current_diagnosis()
     if diagnosis is not None:
-        if args.format == "jsonl":
+        if _json_lines(args):
             import json
 
             from ..render.contract import to_contract
 
             sys.stdout.write(json.dumps(to_contract(diagnosis), ensure_ascii=False) + "\n")
         else:
-            sys.stdout.write(render(diagnosis, kb, "terminal", use_color("auto", sys.stdout)))
+            sys.stdout.write(render(diagnosis, kb, "terminal", use_color(args.color, sys.stdout)))
     print(f"firstfault: {command[0]} exited with status {status}; logs in {log_dir}", file=sys.stderr)
     return status

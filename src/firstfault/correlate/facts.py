@@ -7,6 +7,7 @@ Facts by hand.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..match.context import FRAME_SIGNATURES, LAUNCHER_FAILED
 from ..model import InputSummary, Match
@@ -34,29 +35,29 @@ class Facts:
     activity: tuple[StreamActivity, ...] = ()  # what each rank stream last printed
     hosts: JobHosts = field(default_factory=JobHosts)  # which host each rank ran on
 
-    @property
+    @cached_property
     def symptoms(self) -> tuple[Match, ...]:
         return tuple(match for match in self.winners if match.role == "symptom")
 
-    @property
+    @cached_property
     def collateral(self) -> tuple[Match, ...]:
         return tuple(match for match in self.winners if match.role == "collateral")
 
-    @property
+    @cached_property
     def timeouts(self) -> tuple[Match, ...]:
         """Collective timeouts (not mere disconnects) printed by ranks waiting for a peer."""
         return tuple(match for match in self.collateral if match.entry_id == TIMEOUT_ENTRY and not is_disconnect(match))
 
-    @property
+    @cached_property
     def frames(self) -> tuple[Match, ...]:
         return tuple(match for match in self.matches if match.signature.name in FRAME_SIGNATURES)
 
-    @property
+    @cached_property
     def hang_stacks(self) -> tuple[HangStack, ...]:
         """Stacks of hung processes the logs show (Ctrl-C tracebacks, faulthandler dumps)."""
         return hang_stacks(self.matches)
 
-    @property
+    @cached_property
     def launcher_failures(self) -> tuple[Match, ...]:
         """The launcher's reports of a worker exiting with an error (not its own SIGTERM)."""
         return tuple(match for match in self.matches if match.signature.name in LAUNCHER_FAILED

@@ -7,6 +7,11 @@ UNEVEN = "uneven-batches-hang"
 MISMATCH = "collective-mismatch"
 EXTERNAL_STOP = "preempted-sigterm"
 NATIVE_CRASH = "native-crash"
+VIRTUAL_INTERFACE = "nccl-virtual-interface"
 LAUNCHER_AFTERMATH = "torchelastic-child-failed"
 
-ENGINE_IDS = (PEER_CRASH, STRAGGLER, UNEVEN, MISMATCH, EXTERNAL_STOP, NATIVE_CRASH, LAUNCHER_AFTERMATH)
+ENGINE_IDS = (PEER_CRASH, STRAGGLER, UNEVEN, MISMATCH, EXTERNAL_STOP, NATIVE_CRASH, LAUNCHER_AFTERMATH, VIRTUAL_INTERFACE)
+
+# Aborts (SIGABRT) are also how the NCCL watchdog ends a rank after a collective timeout: with a
+# timeout in the job, these signatures are its teardown, not a native crash of their own.
+ABORT_SIGNATURES = ("native-crash/abort-core-dumped", "native-crash/cpp-terminate")

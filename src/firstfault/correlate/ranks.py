@@ -13,12 +13,17 @@ a line says `node-2: ...`); without such a confirmation, a kernel log's or a per
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 
 from ..ingest.attribution import device_mentioned, is_system_log, path_names, rank_mentioned
 from ..match.context import HOST_SIGNATURES, LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC, LAUNCHER_WORLD
 from ..match.scanner import FileScan, RawHit
 from ..model import LogLine, Match, Origin
+
+
+# Slurm's report of one task's end: the task is the rank when srun started one task per rank
+_SRUN_TASK_ERROR = re.compile(r"srun: error: [\w.-]+: task (\d+): ")
 
 
 def local_world_size(scans: list[FileScan]) -> int | None:
@@ -135,7 +140,7 @@ class _FileContext:
             local = int(hit.captures["local"])  # the launcher names the local rank that failed
             if prefix.task is not None and rank == prefix.task:
                 rank = None  # the srun task around a launcher's report is its node, not a rank
-        if prefix.rank_from_task and scan.global_ranks - scan.srun_tasks:
+        if prefix.rank_from_task and scan.tasks_are_nodes:
             rank = None  # the file's other lines carry [rankN] prefixes: its srun tasks are nodes
         if prefix.task is not None and local is not None and rank is None and self.world:
             offset = prefix.task * self.world  # srun started one launcher per node: task = node
@@ -143,6 +148,9 @@ class _FileContext:
             rank = local + offset
         if rank is None:
             rank = scan.hints.rank
+        if rank is None and scan.srun_tasks and not scan.tasks_are_nodes:
+            task = _SRUN_TASK_ERROR.search(hit.text)
+            rank = int(task.group(1)) if task else None
         if rank is None:
             rank = rank_mentioned(hit.text[prefix.offset:])
         if rank is None and offset is not None and self.several:

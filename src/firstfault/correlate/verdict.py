@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from ..model import Diagnosis, Evidence, Finding, InputSummary, Match
 from ..placeholders import fill_placeholders
+from .confidence import traceback_ended_run
 from .events import time_key
 from .facts import Facts, build_facts
 from .relations import Relations
@@ -49,7 +50,13 @@ def diagnosis_of(facts: Facts, decision: Decision) -> Diagnosis:
     winners = list(facts.winners)
     if not facts.inputs.timed and len(facts.inputs.files) > 1 and len({m.line.origin.source for m in winners}) > 1:
         notes.append("some files carry no timestamps: the order across files is uncertain, so the first fault is judged by file order there")
-    primary = _finding(decision.primary, [m for m in winners if m.entry_id == decision.primary], initiating_match)
+    primary = _finding(decision.primary, [m for m in winners if m.entry_id == decision.primary], initiating_match,
+                       initiating)
+    rivals = [m.signature.weight for m in winners if m.role != "collateral" and m.entry_id != decision.primary]
+    primary = replace(primary, confidence=traceback_ended_run(primary.confidence, initiating_match,
+                                                              list(facts.matches), rivals))
+    if decision.failure_class:
+        primary = replace(primary, failure_class=decision.failure_class)
     collateral = _collateral(winners, decision.primary, initiating_match)
     candidates = _candidates(winners, primary)
     diagnosis = Diagnosis("failure", primary, initiating, tuple(collateral), tuple(candidates), facts.inputs,
@@ -75,8 +82,8 @@ def with_core_classes(diagnosis: Diagnosis, facts: Facts) -> Diagnosis:
     by_signature = {(m.entry_id, m.signature.name): m.signature.core_class for m in facts.matches if m.signature.core_class}
 
     def classed(finding: Finding | None) -> Finding | None:
-        if finding is None:
-            return None
+        if finding is None or finding.failure_class:
+            return finding
         first = finding.evidence[0] if finding.evidence else None
         core = by_signature.get((finding.failure_id, first.signature)) if first else None
         core = core or facts.relations.core(finding.failure_id)
@@ -87,7 +94,7 @@ def with_core_classes(diagnosis: Diagnosis, facts: Facts) -> Diagnosis:
                    candidates=tuple(classed(item) for item in diagnosis.candidates))
 
 
-def _finding(failure_id: str, own: list[Match], initiating: Match) -> Finding:
+def _finding(failure_id: str, own: list[Match], initiating: Match, where: Evidence | None = None) -> Finding:
     ordered = sorted(own, key=time_key)
     if initiating in ordered:
         ordered.remove(initiating)
@@ -96,13 +103,17 @@ def _finding(failure_id: str, own: list[Match], initiating: Match) -> Finding:
     confidence = min(0.99, max(weights) + 0.05 * min(len({m.line.origin.rank for m in own}), 1))
     ranks = sorted({m.line.origin.rank for m in own if m.line.origin.rank is not None})
     hosts = sorted({m.line.origin.host for m in own if m.line.origin.host})
-    message = _fill(initiating.signature.message, initiating)
+    message = _fill(initiating.signature.message, initiating, where)
     return Finding(failure_id, confidence, tuple(evidence_of(m) for m in ordered[:EVIDENCE_LINES]),
                    tuple(ranks), tuple(hosts), len(own), message)
 
 
-def _fill(template: str, match: Match) -> str:
-    values = {"rank": match.line.origin.rank, "host": match.line.origin.host, **match.captures}
+def _fill(template: str, match: Match, where: Evidence | None = None) -> str:
+    """The signature's message with the line's values; `where`: the initiating evidence, whose
+    rank and host may have been named from elsewhere when the line itself names none."""
+    origin = match.line.origin
+    rank = origin.rank if origin.rank is not None or where is None else where.rank
+    values = {"rank": rank, "host": origin.host or (where.host if where else None), **match.captures}
     return fill_placeholders(template, values) if template else ""
 
 

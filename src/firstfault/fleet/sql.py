@@ -6,8 +6,6 @@ Any DuckDB client reads the table directly too: `SELECT * FROM 'fleet.parquet/*.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 from datetime import date, datetime
 from pathlib import Path
@@ -62,21 +60,22 @@ def _plain(value):
     return value
 
 
-def format_result(columns: list[str], rows: list[tuple], output_format: str = "table") -> str:
+def format_result(columns: list[str], rows: list[tuple], output_format: str = "terminal") -> str:
+    """terminal: an aligned table; markdown: a Markdown table; json: a list of objects."""
     if output_format == "json":
         return json.dumps([dict(zip(columns, (_plain(value) for value in row))) for row in rows], indent=2, ensure_ascii=False) + "\n"
-    if output_format == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows([[_text(value) for value in row] for row in rows])
-        return buffer.getvalue()
     cells = [[_text(value) for value in row] for row in rows]
+    count = f"({len(rows)} row{'s' if len(rows) != 1 else ''})"
+    if output_format == "markdown":
+        escape = lambda text: text.replace("|", "\\|")  # noqa: E731
+        lines = ["| " + " | ".join(escape(name) for name in columns) + " |", "|" + " --- |" * len(columns)]
+        lines += ["| " + " | ".join(escape(cell) for cell in row) + " |" for row in cells]
+        return "\n".join(lines + ["", count]) + "\n"
     widths = [max([len(name)] + [len(row[index]) for row in cells]) for index, name in enumerate(columns)]
     lines = ["  ".join(name.ljust(width) for name, width in zip(columns, widths)).rstrip(),
              "  ".join("-" * width for width in widths)]
     lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
-    lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    lines.append(count)
     return "\n".join(lines) + "\n"
 
 

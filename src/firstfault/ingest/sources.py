@@ -51,7 +51,13 @@ def _expand_one(argument: str, skipped: list[Skipped]):
         return
     path = Path(argument)
     if path.is_dir():
-        yield from _walk(path, skipped)
+        found = False
+        for item in _walk(path, skipped):
+            found = True
+            yield item
+        if not found and not any(item.source.startswith(str(path)) for item in skipped):
+            hidden = any(name.startswith(".") for name in os.listdir(path)) if os.access(path, os.R_OK) else False
+            skipped.append(Skipped(argument, "empty folder: no files in it" + (" (hidden files and folders are not read)" if hidden else "")))
     elif path.is_file():
         yield path, path.parent
     elif path.exists():

@@ -4,7 +4,9 @@ Python logging / ISO 8601 / DeepSpeed (`2026-12-02 16:46:31,644`, `2026-12-02T16
 torchelastic (`2026-12-02_16:48:32`), glog (`E1016 03:31:38.928000`), syslog
 (`Dec  2 16:46:31`), `dmesg -T` (`[Wed Dec  2 16:46:31 2026]`). Formats without a year take the
 reference year (the first full date seen in the input, else the current year). Naive times are
-read as UTC: what matters is ordering across files written on the same cluster.
+read as if they were UTC: what matters is ordering across files written on the same cluster. A
+time whose text carried a zone (`Z`, `+02:00`) comes back as a `ZonedTime`, so reports print
+`Z` only for those and print naive times as the log wrote them.
 """
 from __future__ import annotations
 
@@ -24,6 +26,12 @@ _TIMESTAMP = re.compile(
 )
 # Timestamps are looked for near the start of a line only: later ones are message content.
 SEARCH_WINDOW = 120
+
+
+class ZonedTime(float):
+    """POSIX seconds of a time whose zone the log stated; plain floats are zone-less (naive)."""
+
+    __slots__ = ()
 
 
 class Clock:
@@ -55,11 +63,13 @@ class Clock:
             self.reference_year = year
         seconds = self._epoch(year, int(groups["m"]), int(groups["d"]), groups["H"], groups["M"],
                               groups["S"], groups["frac"])
-        if seconds is not None and groups["tz"] and groups["tz"] != "Z":
+        if seconds is None or not groups["tz"]:
+            return seconds
+        if groups["tz"] != "Z":
             sign = 1 if groups["tz"][0] == "+" else -1
             digits = groups["tz"][1:].replace(":", "")
             seconds -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
-        return seconds
+        return ZonedTime(seconds)
 
     @staticmethod
     def _epoch(year, month, day, hour, minute, second, fraction) -> float | None:

@@ -81,12 +81,21 @@ def comparison_topics() -> tuple[str, ...]:
     return tuple(TOPICS) + CATEGORIES
 
 
+def select(kb: KnowledgeBase, category: str) -> list[Entry]:
+    """The entries of a category or of a topic such as `nccl` (what `list --category` and
+    `compare` both accept)."""
+    if category not in comparison_topics():
+        raise UsageError(f"no category or topic called {category!r}", f"choose from {', '.join(comparison_topics())}")
+    topic = TOPICS.get(category) or Topic(category, lambda entry: entry.category == category)
+    return [entry for entry in kb.entries if topic.selects(entry)]
+
+
 def compare(kb: KnowledgeBase, category: str) -> Comparison:
     """The entries of `category` (or of a topic such as `nccl`) side by side, with the tool matrix."""
     if category not in comparison_topics():
         raise UsageError(f"nothing to compare called {category!r}", f"choose from {', '.join(comparison_topics())}")
     topic = TOPICS.get(category) or Topic(category, lambda entry: entry.category == category)
-    entries = [entry for entry in kb.entries if topic.selects(entry)]
+    entries = select(kb, category)
     if not entries:
         filled = ", ".join(kb.categories()) or "none"
         raise UsageError(f"no entries to compare in {category!r} yet", f"categories with entries: {filled}")

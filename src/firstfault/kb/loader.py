@@ -202,8 +202,10 @@ def _core_class_problems(entry: Entry, core: str, by_id: dict, label: str) -> li
     return []
 
 
-def check_entries(root: Path = ENTRIES_DIR) -> tuple[list[Entry], list[Problem]]:
-    """Validate every entry under `root`; returns the good entries and all problems."""
+def check_entries(root: Path = ENTRIES_DIR, known: tuple[Entry, ...] = ()) -> tuple[list[Entry], list[Problem]]:
+    """Validate every entry under `root`; returns the good entries and all problems. `known`:
+    entries already loaded (the built-in ones, for a folder of one's own) that ids, core classes
+    and related ids of these may refer to, and must not repeat."""
     entries, problems = [], []
     files = entry_files(root)
     if not files:
@@ -214,18 +216,24 @@ def check_entries(root: Path = ENTRIES_DIR) -> tuple[list[Entry], list[Problem]]
         if entry is not None:
             problems.extend(_check_examples(entry))
             entries.append(entry)
-    problems.extend(_check_cross_entry(entries))
-    problems.extend(check_class_list(entries))
+    known_paths = {entry.path for entry in known}
+    problems.extend(problem for problem in _check_cross_entry(list(known) + entries) if problem.path not in known_paths)
+    if not known:  # the built-in entries: the core classes are listed (a folder of one's own may add classes)
+        problems.extend(check_class_list(entries))
     return entries, problems
 
 
 @lru_cache(maxsize=4)
-def load_knowledge_base(root: Path = ENTRIES_DIR, strict: bool = False) -> KnowledgeBase:
+def load_knowledge_base(root: Path = ENTRIES_DIR, strict: bool = False, extra: tuple[Path, ...] = ()) -> KnowledgeBase:
     """The knowledge base. Strict: raise KnowledgeBaseError listing every problem. Otherwise the
-    valid entries are used and `kb.problems` lists what was left out (`firstfault kb check`)."""
+    valid entries are used and `kb.problems` lists what was left out (`firstfault kb check`).
+    `extra`: folders of one's own entries (the configuration's signature-folders), added."""
     from .cache import cached_check  # parsing and checking every entry is cached between runs
 
     entries, problems = cached_check(root, check_entries)
+    for folder in extra:
+        own, own_problems = check_entries(Path(folder), known=tuple(entries))
+        entries, problems = entries + own, problems + own_problems
     if problems and strict:
         raise KnowledgeBaseError(problems)
     if not entries:

@@ -29,19 +29,21 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("device-nccl-bus", r"\brank (?P<rank>\d+) nranks \d+ cudaDev (?P<device>\d+)(?: nvmlDev \d+)? busId (?P<bus>[0-9a-fA-F]+)"),
     _context("device-smi-bus", r"\bGPU ?(?P<device>\d{1,2})[: ][^\n]{0,40}?(?:[0-9A-Fa-f]{4,8}:)(?P<bus>[0-9A-Fa-f]{2}):[0-9A-Fa-f]{2}\.\d"),
     _context("launcher-nproc", r"--nproc[_-]per[_-]node[= ](?P<nproc>\d{1,3})\b|\bnum_local_procs=(?P<procs>\d{1,3})\b"),
-    _context("launcher-world-info", r"WORLD INFO DICT: \{(?P<world>[^}\n]{1,4000})\}"),
+    _context("launcher-world-info", r"WORLD INFO DICT: \{(?P<world>[^}\n]+)\}"),
     # Hosts named in the text: torchrun's failure table, Slurm, shell prompts, init lines, mpirun
-    _context("host-table-row", r"\bhost\s{2,}: (?P<host>[A-Za-z0-9][\w.-]{0,62})"),
-    _context("host-srun-task", r"srun: error: (?P<host>[A-Za-z0-9][\w.-]{0,62}): tasks? (?P<task>\d+)(?:-\d+)?(?:,[\d,-]+)?: "),
-    _context("host-slurm-cancel", r"\*\*\* (?:JOB|STEP) [\d.]+ ON (?P<host>[A-Za-z0-9][\w.-]{0,62}) CANCELLED"),
+    _context("host-table-row", r"\bhost\s{2,}: (?P<host>[A-Za-z0-9][\w.-]*)"),
+    _context("host-srun-task", r"srun: error: (?P<host>[A-Za-z0-9][\w.-]*): tasks? (?P<task>\d+)(?:-\d+)?(?:,[\d,-]+)?: "),
+    _context("host-slurm-cancel", r"\*\*\* (?:JOB|STEP) [\d.]+ ON (?P<host>[A-Za-z0-9][\w.-]*) CANCELLED"),
     _context("host-running-on", r"(?i)\b(?:running on (?:host |node )?|nodes?=|SLURM_(?:JOB_)?NODELIST=|SLURMD_NODENAME=|hostname[=:] ?)(?P<host>[A-Za-z][\w-]*\d[\w.-]*)(?:\s|$|,)"),
-    _context("host-prompt", r"(?:^|[\s(\[])(?P<user>[a-z_][\w.-]{0,31})@(?P<host>[A-Za-z0-9][\w.-]{0,62})(?::[~/][^\s]*[$#]|\s+[^\s\]]+\][$#])"),
-    _context("host-rank-pair", r"\brank[=: ](?P<rank>\d{1,6})\b[^\n]{0,120}?\bhost(?:name)?[=: ] ?(?P<host>[A-Za-z0-9][\w.-]{0,62})"),
-    _context("host-mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID \d+ on node (?P<host>[A-Za-z0-9][\w.-]{0,62})"),
+    _context("host-prompt", r"@(?P<host>[A-Za-z0-9][\w.-]*)(?::[~/][^\s]*[$#]|\s+[^\s\]]+\][$#])"),
+    _context("host-rank-pair", r"\brank[=: ](?P<rank>\d{1,6})\b.*?\bhost(?:name)?[=: ] ?(?P<host>[A-Za-z0-9][\w.-]*)"),
+    _context("host-mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID \d+ on node (?P<host>[A-Za-z0-9][\w.-]*)"),
     # Where a process was when a hang was ended or dumped: a traceback or faulthandler frame, and
     # the markers of a stack taken from a hung process (Ctrl-C, faulthandler's dump_traceback_later)
-    _context("stack-frame", r'File "(?P<file>[^"\n]{1,300})", line \d+,? in (?P<func>[\w<>.]+)'),
-    _context("hang-stack-marker", r"^\s*(?:\[[^\]\n]{1,40}\]:\s*)*(?:KeyboardInterrupt\s*$|Timeout \(\d+:\d\d:\d\d\)!)"),
+    _context("stack-frame", r'File "(?P<file>[^"\n]+)", line \d+,? in (?P<func>[\w<>.]+)'),
+    _context("hang-stack-marker", r"(?:^|\]:) ?(?:KeyboardInterrupt\s*$|Timeout \(\d+:\d\d:\d\d\)!)"),
+    # NCCL choosing the loopback interface: right on one host, a fault when peers are on others
+    _context("nccl-loopback-interface", r"NCCL INFO (?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(?:\[\d+\])?(?P<interface>lo):(?P<address>127\.[\d.]+)"),
     _context("failed-traceback", r"Traceback \(most recent call last\)"),
     # Python prints these tracebacks and goes on: an exception raised in a destructor or at
     # interpreter shutdown, in a background thread, in a multiprocessing queue's feeder thread
@@ -58,6 +60,7 @@ HANG_STACK_MARKER = "hang-stack-marker"
 HOST_SIGNATURES = ("host-table-row", "host-srun-task", "host-slurm-cancel", "host-running-on", "host-prompt",
                    "host-rank-pair", "host-mpirun-rank")
 LAUNCHER_WORLD = "launcher-world-info"
+NCCL_LOOPBACK = "nccl-loopback-interface"
 LAUNCHER_NPROC = "launcher-nproc"
 NONFATAL = "nonfatal-exception"
 LAUNCHER_FAILED = ("launcher-failed", "launcher-failed-deepspeed")

@@ -41,9 +41,10 @@ def cache_dir() -> Path:
     return Path(base) / "firstfault"
 
 
-def _compile(expressions: list[bytes], ids: list[int], extra: bytes | None = None, census: bool = False) -> hyperscan.Database:
-    flags = [_FLAGS] * len(ids)
+def _compile(expressions: list[bytes], ids: list[int], extra: bytes | None = None, census: bool = False,
+             once: frozenset = frozenset()) -> hyperscan.Database:
     single = _FLAGS | hyperscan.HS_FLAG_SINGLEMATCH
+    flags = [single if index in once else _FLAGS for index in ids]  # first_only: one report per block
     if extra is not None:
         expressions, ids = expressions + [extra], ids + [INVALID_ID]
         flags = flags + [single]
@@ -73,7 +74,7 @@ def _compilable(pattern: bytes) -> bool:
     return True
 
 
-def _build(patterns: list[str], dialect: str) -> tuple[hyperscan.Database | None, list[int]]:
+def _build(patterns: list[str], dialect: str, once: frozenset = frozenset()) -> tuple[hyperscan.Database | None, list[int]]:
     """The database of every translatable pattern, and the indices left to the fallback."""
     from .translate import Unsupported, can_match_empty, translate
 
@@ -91,17 +92,17 @@ def _build(patterns: list[str], dialect: str) -> tuple[hyperscan.Database | None
         ids.append(index)
     extra = INVALID_UTF8.encode("latin-1") if dialect == BYTES else None
     try:
-        return _compile(expressions, ids, extra, census=True), left_out
+        return _compile(expressions, ids, extra, census=True, once=once), left_out
     except hyperscan.error:
         # find the culprits one by one (only on a cache miss), then compile the rest
         good = [(expression, index) for expression, index in zip(expressions, ids) if _compilable(expression)]
         left_out.extend(index for index in ids if index not in {i for _, i in good})
-        return _compile([e for e, _ in good], [i for _, i in good], extra, census=True), sorted(left_out)
+        return _compile([e for e, _ in good], [i for _, i in good], extra, census=True, once=once), sorted(left_out)
 
 
-def _cache_key(patterns: list[str]) -> str:
+def _cache_key(patterns: list[str], once: frozenset = frozenset()) -> str:
     digest = hashlib.sha256()
-    digest.update(f"{CACHE_VERSION}|{hyperscan.__version__}|".encode())
+    digest.update(f"{CACHE_VERSION}|{hyperscan.__version__}|{sorted(once)}|".encode())
     for pattern in patterns:
         digest.update(pattern.encode("utf-8", "surrogatepass") + b"\0")
     return digest.hexdigest()[:24]
@@ -138,9 +139,10 @@ def _unpack(data: bytes) -> tuple[hyperscan.Database | None, list[int]]:
     return database, left_out
 
 
-def load_databases(patterns: list[str], use_cache: bool = True) -> dict:
-    """{dialect: (database or None, indices left out)}, from the cache when it has them."""
-    key = _cache_key(patterns)
+def load_databases(patterns: list[str], use_cache: bool = True, once: frozenset = frozenset()) -> dict:
+    """{dialect: (database or None, indices left out)}, from the cache when it has them. `once`:
+    indices of first_only signatures, reported at most once per block."""
+    key = _cache_key(patterns, once)
     result = {}
     for dialect in (ASCII, BYTES):
         path = cache_dir() / f"hs-{dialect}-{key}.db"
@@ -150,7 +152,7 @@ def load_databases(patterns: list[str], use_cache: bool = True) -> dict:
                 continue
             except (OSError, ValueError, hyperscan.error):
                 pass
-        database, left_out = _build(patterns, dialect)
+        database, left_out = _build(patterns, dialect, once)
         result[dialect] = (database, left_out)
         if use_cache:
             _write_atomic(path, _pack(database, left_out))
@@ -160,8 +162,8 @@ def load_databases(patterns: list[str], use_cache: bool = True) -> dict:
 class HyperscanEngine:
     """Candidate lines of a block: {line start offset: set of signature indices}."""
 
-    def __init__(self, patterns: list[str], use_cache: bool = True) -> None:
-        databases = load_databases(patterns, use_cache)
+    def __init__(self, patterns: list[str], use_cache: bool = True, once: frozenset = frozenset()) -> None:
+        databases = load_databases(patterns, use_cache, once)
         self.ascii_db, ascii_left = databases[ASCII]
         self.bytes_db, bytes_left = databases[BYTES]
         self.fallback_ascii = frozenset(ascii_left)

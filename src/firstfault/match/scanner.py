@@ -31,6 +31,9 @@ PROGRESS_TAIL_LINES = 4  # and its last progress lines (steps, loss) within that
 _PREFIXES = rb"(?:\s{0,3}\d{1,5}: )?(?:[\w.-]{1,64}: )?"
 _CENSUS = re.compile(rb"\n" + _PREFIXES + rb"\[([A-Za-z_-]*?)(\d{1,6})\]:(?:\[rank(\d{1,6})\]:)?")
 _SRUN_CENSUS = re.compile(rb"\n\s{0,3}(\d{1,5}): ")
+# srun --label around another prefix: `3: [rank3]:` (a task per rank) or `1: [rank9]:`/`1: [default1]:`
+# (a launcher per node, the task is the node)
+_TASK_WRAPS = re.compile(rb"\n\s{0,3}(\d{1,5}): \[([A-Za-z_-]*?)(\d{1,6})\]:")
 # Ray / vLLM worker prefixes followed by the rank the worker logs: `(PolicyWorker pid=88231) [rank3]`
 _PID_RANK_CENSUS = re.compile(rb"\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:, ip=[\d.]{7,15})?\) \[[Rr]ank ?(\d{1,6})\]")
 _MPI_CENSUS = re.compile(rb"\n\[(?:\d{1,6},)?(\d{1,6})\]<std(?:out|err)>:")
@@ -66,23 +69,27 @@ class FileScan:
     local_to_global: Counter = field(default_factory=Counter)
     nccl_hosts: dict = field(default_factory=dict)  # local rank -> host
     worker_pids: dict = field(default_factory=dict)  # pid -> the rank a Ray/vLLM worker says it is
-    srun_tasks: set = field(default_factory=set)  # srun --label task ids, when they are the ranks
+    srun_tasks: set = field(default_factory=set)  # srun --label task ids seen
+    tasks_are_nodes: bool = False  # the srun tasks wrap [rankN]/[defaultN] prefixes of other numbers
+    task_layout_read: bool = False
     first_time: float | None = None
     last_time: float | None = None  # of the last timed line read so far, any stream
     stream_times: dict = field(default_factory=dict)  # rank stream -> its last time read so far
     tails: dict = field(default_factory=dict)  # rank stream (None: the file's only one) -> [(line, time, text)]
     progress_tails: dict = field(default_factory=dict)  # rank stream -> its last progress lines, same form
     error: str = ""
+    found_once: set = field(default_factory=set)  # indices of first_only signatures that hit already
 
     def resumed(self, item: InputFile) -> "FileScan":
         """An empty scan of more of the same file: it carries this one's times and rank census,
         so lines without a time of their own inherit what a single pass would give them."""
         return FileScan(input=item, hints=self.hints, global_ranks=set(self.global_ranks),
                         local_ranks=set(self.local_ranks), worker_pids=dict(self.worker_pids),
-                        srun_tasks=set(self.srun_tasks), first_time=self.first_time,
+                        srun_tasks=set(self.srun_tasks), tasks_are_nodes=self.tasks_are_nodes,
+                        task_layout_read=self.task_layout_read,
+                        first_time=self.first_time,
                         last_time=self.last_time, stream_times=dict(self.stream_times),
-                        tails={stream: list(lines) for stream, lines in self.tails.items()},
-                        progress_tails={stream: list(lines) for stream, lines in self.progress_tails.items()})
+                        found_once=set(self.found_once))  # tails: the chunk's own, merged by the caller
 
 
 class Scanner:
@@ -93,6 +100,8 @@ class Scanner:
         self.matcher = Matcher(self.signatures, engine)
         self.clock = Clock()
         self.on_block = None  # optional callable(bytes scanned), for progress within a file
+        self._first_only = {id(item): index for index, item in enumerate(self.matcher.compiled)
+                            if item.signature.first_only}
 
     def __getstate__(self):
         # compiled databases do not pickle: a copy in another process compiles (or loads) its own
@@ -105,15 +114,23 @@ class Scanner:
         """Scan one input; `resume` is the scan of the same file's earlier part (a file that
         grows, read chunk by chunk), whose times and census carry into this one."""
         scan = resume.resumed(item) if resume is not None else FileScan(input=item, hints=hints_from_path(item.relative))
+        previous = last = None
         try:
             for block in read_blocks(item, scan.stats, decode=False):
                 if len(block.data) > BIG_BLOCK:
                     _tune_allocator()
                 self._scan_block(block, scan)
+                previous, last = last, block
                 if self.on_block is not None:
                     self.on_block(len(block.data) + 1)
         except Unreadable as exc:
             scan.error = str(exc)
+        if last is not None:
+            # what each rank printed last: walked back from the end once, not at every block (and
+            # from the block before when the last is short: a reader's final piece can be one line)
+            if previous is not None and last.line_count < _tail_window(scan)[1]:
+                self._keep_tails(previous, scan)
+            self._keep_tails(last, scan)
         return scan
 
     def _census(self, block: Block, scan: FileScan, hints: tuple | None) -> None:
@@ -135,14 +152,18 @@ class Scanner:
                 if global_rank:
                     scan.local_to_global[(int(local), int(global_rank))] += 1
                     scan.global_ranks.add(int(global_rank))
-        if b"pid=" in data and b"ank" in data:
+        head = b"\n" + data[:65536]  # prefixes on every line show in a block's first lines
+        if b"pid=" in head:
             for pid, rank in set(_PID_RANK_CENSUS.findall(data)):
                 scan.worker_pids.setdefault(int(pid), int(rank))
-        if b">:" in data and b"<std" in data:
+        if b">:" in head and b"<std" in head:
             scan.global_ranks.update(int(rank) for rank in set(_MPI_CENSUS.findall(b"\n" + data)))
+        tasks = {int(task) for task in set(_SRUN_CENSUS.findall(head))} if _SRUN_CENSUS.search(head) else set()
+        scan.srun_tasks.update(tasks)
+        if tasks and bracket and not scan.task_layout_read:
+            scan.task_layout_read = True  # one block tells how srun started the job
+            scan.tasks_are_nodes = any(role != b"rank" or task != number for task, role, number in set(_TASK_WRAPS.findall(head)))
         if not scan.global_ranks - scan.srun_tasks:
-            tasks = {int(task) for task in set(_SRUN_CENSUS.findall(b"\n" + data[:65536]))}
-            scan.srun_tasks.update(tasks)
             scan.global_ranks.update(tasks)
         new_locals = [local for local in nccl_locals if local < NCCL_LOCALS and local not in scan.nccl_hosts]
         if new_locals:
@@ -163,6 +184,8 @@ class Scanner:
         newlines = None  # of the whole block, once counted
         line_number, counted_to = block.first_line, 0
         for start in sorted(candidates):
+            if scan.found_once and candidates[start] <= scan.found_once:
+                continue  # only signatures that already had their one hit in this file
             if start - counted_to <= size - start:
                 line_number += data.count(b"\n", counted_to, start)
             else:
@@ -174,32 +197,35 @@ class Scanner:
             raw_line = (data[start:] if end < 0 else data[start:end]).decode("utf-8", "replace")
             self._match_line(raw_line, candidates[start], line_number, data, start, scan)
         self._carry_times(data, scan)
-        self._keep_tails(block, scan)
 
     def _keep_tails(self, block: Block, scan: FileScan) -> None:
         """Each rank stream's last lines in this block (masked, with their times) replace what an
         earlier block left for that stream."""
         data = block.data
-        several = _several_streams(scan)
-        wanted = len(scan.global_ranks | scan.local_ranks) if several else 1
+        wanted, window = _tail_window(scan)
         found: dict = {}
         progress: dict = {}
         end, line_number = len(data), block.first_line + block.line_count - 1
-        for _ in range(min(max(TAIL_WALK_LINES, 12 * wanted * TAIL_LINES // 8), 3000)):
+        several = _several_streams(scan)
+        for _ in range(window):
             if end <= 0 and line_number < block.first_line:
                 break
             start = data.rfind(b"\n", 0, end) + 1
             raw = data[start:end]
             if raw.strip():
-                line = _display_text(mask_secrets(raw.decode("utf-8", "replace")))
+                line = _display_text(raw[:2000].decode("utf-8", "replace"))
                 prefix = parse_prefix(line)
-                stream = _stream_of(prefix) if several else None
+                stream = _stream_of(prefix)  # the same key in every chunk of a growing file
                 kept = found.setdefault(stream, [])
-                if len(kept) < TAIL_LINES:
-                    kept.append((line_number, self.clock.parse(line[prefix.offset:]), line[:500]))
                 steps = progress.setdefault(stream, [])
-                if len(steps) < PROGRESS_TAIL_LINES and is_progress(line[prefix.offset:]):
-                    steps.append((line_number, self.clock.parse(line[prefix.offset:]), line[:500]))
+                wanted_line = len(kept) < TAIL_LINES
+                wanted_step = len(steps) < PROGRESS_TAIL_LINES and is_progress(line[prefix.offset:])
+                if wanted_line or wanted_step:
+                    kept_line = (line_number, self.clock.parse(line[prefix.offset:]), mask_secrets(line)[:500])
+                    if wanted_line:
+                        kept.append(kept_line)
+                    if wanted_step:
+                        steps.append(kept_line)
                 ranked = [key for key in found if key is not None or not several]
                 if len(ranked) >= wanted and all(len(found[key]) >= TAIL_LINES and len(progress[key]) >= PROGRESS_TAIL_LINES
                                                  for key in ranked):
@@ -212,6 +238,14 @@ class Scanner:
         for stream, lines in progress.items():
             if lines:
                 scan.progress_tails[stream] = (scan.progress_tails.get(stream, []) + lines[::-1])[-PROGRESS_TAIL_LINES:]
+        # only lines within the window from the file's end count, however the file was read (at
+        # once, or chunk by chunk as it grew): the same answer either way
+        oldest = block.first_line + block.line_count - window
+        for kept in (scan.tails, scan.progress_tails):
+            for stream in list(kept):
+                kept[stream] = [line for line in kept[stream] if line[0] > oldest]
+                if not kept[stream]:
+                    del kept[stream]
 
     def _carry_times(self, data: bytes, scan: FileScan) -> None:
         """Remember the block's last time, overall and per rank stream, for the lines of later
@@ -231,6 +265,9 @@ class Scanner:
         searched = raw_line.replace("\r", " ")
         masked = searched if line == raw_line else line.replace("\r", " ")
         hits = self.matcher.confirm(searched, masked, indices)
+        if hits and self._first_only:
+            hits = [hit for hit in hits if self._first_only.get(id(hit[0])) not in scan.found_once]
+            scan.found_once.update(self._first_only[id(hit[0])] for hit in hits if id(hit[0]) in self._first_only)
         if not hits:
             return
         prefix = parse_prefix(line)
@@ -369,6 +406,12 @@ def _valid_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _tail_window(scan: FileScan) -> tuple[int, int]:
+    """(rank streams wanted, lines walked back from the end to find their last lines)."""
+    wanted = len(scan.global_ranks | scan.local_ranks) if _several_streams(scan) else 1
+    return wanted, min(max(TAIL_WALK_LINES, 12 * wanted * TAIL_LINES // 8), 3000)
 
 
 def _several_streams(scan: FileScan) -> bool:

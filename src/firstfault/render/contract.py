@@ -1,18 +1,24 @@
-"""The JSON contract of ../shared/CONTRACT.md: `firstfault.diagnosis/1`."""
+"""The JSON contract (docs/contract.md): `firstfault.diagnosis/1`."""
 from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
 
+from ..ingest.timestamps import ZonedTime
 from ..model import Diagnosis, Evidence, Finding
 
 SCHEMA = "firstfault.diagnosis/1"
 
 
-def iso_time(seconds: float | None) -> str | None:
+def iso_time(seconds: float | None, zoned: bool | None = None) -> str | None:
+    """ISO 8601. `Z` only when the zone is known (a `ZonedTime` from the log, or `zoned=True` for
+    this machine's clock); a time the log wrote without a zone is printed without one, as written."""
     if seconds is None:
         return None
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    if zoned if zoned is not None else isinstance(seconds, ZonedTime):
+        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return moment.replace(tzinfo=None).isoformat(timespec="milliseconds")
 
 
 def evidence_to_dict(evidence: Evidence) -> dict:
@@ -40,6 +46,14 @@ def _collateral(finding: Finding) -> dict:
         "summary": finding.message,
         "first": evidence_to_dict(first) if first else None,
     }
+
+
+def cross_file_order(inputs) -> str | None:
+    """How lines of different files were ordered: `time`, `uncertain` (some files carry no times,
+    so file order decided there), or None when only one file was read (there is no cross-file order)."""
+    if len(inputs.files) <= 1:
+        return None
+    return "time" if inputs.timed else "uncertain"
 
 
 def to_contract(diagnosis: Diagnosis) -> dict:
@@ -79,13 +93,15 @@ def to_contract(diagnosis: Diagnosis) -> dict:
             "ranks": list(inputs.ranks),
             "hosts": list(inputs.hosts),
             "skipped": [{"source": item.source, "reason": item.reason} for item in inputs.skipped],
-            "cross_file_order": "time" if inputs.timed else "uncertain",
+            "cross_file_order": cross_file_order(inputs),
         },
         "because": [{"rule": item.rule, "text": item.text,
                      "evidence": [{"source": source, "line": line} for source, line in item.evidence]}
                     for item in diagnosis.because],
         "action": diagnosis.action,
         "action_detail": {key: list(value) for key, value in diagnosis.action_detail.items()},
+        "stack": [{"id": item.id, "name": item.name, "source": item.source, "line": item.line}
+                  for item in diagnosis.stack],
         "notes": list(diagnosis.notes),
         "error_lines": [evidence_to_dict(item) for item in diagnosis.error_lines],
     }

@@ -1,13 +1,74 @@
-"""Shared pieces of the human-readable diagnosis reports (terminal and Markdown)."""
+"""Shared pieces of the human-readable diagnosis reports (terminal, Markdown and the web page)."""
 from __future__ import annotations
 
-from ..model import Diagnosis, Evidence
-from ..placeholders import fill_placeholders as fill
+import posixpath
+from collections.abc import Iterable, Mapping
+
+from ..ingest.attribution import hints_from_path
+from ..model import Diagnosis, Evidence, Skipped
 from .contract import iso_time
+from .entry_sections import FIX, VERIFY, Section, build_sections
+
+EVIDENCE_WIDTH = 300  # characters of a log line a report quotes
+ELLIPSIS = "…"
 
 
-def where(evidence: Evidence) -> str:
-    return f"{evidence.source}:{evidence.line}"
+def clip(text: str, width: int = EVIDENCE_WIDTH) -> str:
+    """`text` stripped and, when longer than `width`, cut at the last word boundary before it
+    with an ellipsis, so a quoted line never ends mid-word without saying it was cut."""
+    text = text.strip()
+    if len(text) <= width:
+        return text
+    cut = text[:width - 1]
+    boundary = max(cut.rfind(" "), cut.rfind("\t"))
+    if boundary >= width // 2:  # a long unbroken token (a path, a hex dump) is cut where it is
+        cut = cut[:boundary]
+    return cut.rstrip(" ,;:") + ELLIPSIS
+
+
+def source_labels(files: Iterable[str]) -> dict[str, str]:
+    """Each file's shortest path suffix (whole components) that no other file shares:
+    `attempt_0/3/stderr.log` -> `3/stderr.log` when only the rank folder tells them apart."""
+    files = list(dict.fromkeys(files))
+    parts = {name: name.replace("\\", "/").split("/") for name in files}
+    labels = {}
+    for name, components in parts.items():
+        for size in range(1, len(components) + 1):
+            suffix = components[-size:]
+            if not any(other != name and parts[other][-size:] == suffix for other in files):
+                break
+        labels[name] = "/".join(suffix)
+    return labels
+
+
+def common_folder(files: Iterable[str]) -> str:
+    """The folder every file lies in (`logs/`), or "" when they share none."""
+    folders = [posixpath.dirname(name.replace("\\", "/")) for name in files]
+    if not folders:
+        return ""
+    try:
+        common = posixpath.commonpath(folders)
+    except ValueError:  # absolute and relative paths mixed
+        return ""
+    return common + "/" if common and common != "/" else common
+
+
+class Names:
+    """How a report names files: by the labels of `source_labels`, for every renderer alike."""
+
+    def __init__(self, diagnosis: Diagnosis) -> None:
+        sources = list(diagnosis.inputs.files)
+        sources += [item.source for item in _all_evidence(diagnosis) if item.source not in diagnosis.inputs.files]
+        self.labels = source_labels(sources)
+
+    def where(self, evidence: Evidence) -> str:
+        return f"{self.labels.get(evidence.source, evidence.source)}:{evidence.line}"
+
+
+def _all_evidence(diagnosis: Diagnosis) -> list[Evidence]:
+    findings = [diagnosis.primary, *diagnosis.collateral] if diagnosis.primary else list(diagnosis.collateral)
+    items = [item for finding in findings for item in finding.evidence]
+    return items + list(diagnosis.error_lines) + ([diagnosis.initiating] if diagnosis.initiating else [])
 
 
 def who(evidence: Evidence) -> str:
@@ -19,18 +80,19 @@ def who(evidence: Evidence) -> str:
     return ", ".join(parts) or "rank unknown"
 
 
-def started_line(diagnosis: Diagnosis) -> str:
+def started_line(diagnosis: Diagnosis, names: Names) -> str:
     initiating = diagnosis.initiating
     if initiating is None:
         return ""
     when = iso_time(initiating.time)
-    return f"started on {who(initiating)}" + (f" at {when}" if when else "") + f" ({where(initiating)})"
+    return f"started on {who(initiating)}" + (f" at {when}" if when else "") + f" ({names.where(initiating)})"
 
 
 def ranks_text(ranks) -> str:
+    """`0-3,5`; empty when there are none (callers leave the phrase out)."""
     ranks = sorted(ranks)
     if not ranks:
-        return "none"
+        return ""
     spans, start, previous = [], ranks[0], ranks[0]
     for rank in ranks[1:] + [None]:
         if rank is not None and rank == previous + 1:
@@ -42,34 +104,46 @@ def ranks_text(ranks) -> str:
     return ",".join(spans)
 
 
+TORCHRUN_STREAMS = ("stdout.log", "stderr.log")
+
+
+def expected_empty(item: Skipped) -> bool:
+    """An empty `attempt_N/<local_rank>/stdout.log` or `stderr.log`: torchrun --log-dir makes both
+    for every worker and most stay empty. Counted in the Read line, not warned about one by one."""
+    name = item.source.replace("\\", "/")
+    return (item.reason.startswith("empty") and name.rsplit("/", 1)[-1] in TORCHRUN_STREAMS
+            and hints_from_path(name).launcher_attempt is not None)
+
+
+def skipped_worth_saying(items) -> list[Skipped]:
+    return [item for item in items if not expected_empty(item)]
+
+
 def inputs_line(diagnosis: Diagnosis) -> str:
     inputs = diagnosis.inputs
     files = len(inputs.files)
-    text = f"{files} file{'s' if files != 1 else ''}, {inputs.lines} lines, {inputs.bytes} bytes; ranks {ranks_text(inputs.ranks)}"
+    if files == 1:
+        read = inputs.files[0]
+    else:
+        folder = common_folder(inputs.files)
+        read = f"{files} files" + (f" in {folder}" if folder else "")
+    text = f"{read}, {inputs.lines} line{'s' if inputs.lines != 1 else ''}, {inputs.bytes} bytes"
+    empty = sum(1 for item in inputs.skipped if expected_empty(item))
+    if empty:
+        text += f" (and {empty} empty torchrun stdout/stderr file{'s' if empty != 1 else ''})"
+    if inputs.ranks:
+        text += f"; ranks {ranks_text(inputs.ranks)}"
     if inputs.hosts:
         text += f"; hosts {', '.join(inputs.hosts[:6])}" + (" …" if len(inputs.hosts) > 6 else "")
     return text
 
 
-def fix_blocks(entry, values: dict, limit: int = 4) -> list[dict]:
-    """The entry's fix steps with log values filled in, as plain dicts for the renderers."""
-    blocks = []
-    for item in (entry.get("fix") or [])[:limit]:
-        blocks.append({
-            "title": fill(item["title"], values),
-            "stack": item["stack"],
-            "why": fill(item["why"], values),
-            "steps": [fill(step, values) for step in item.get("steps") or ()],
-            "command": fill(item["command"], values) if item.get("command") else "",
-            "env": {key: fill(str(value), values) for key, value in (item.get("env") or {}).items()},
-            "config": fill(item["config"], values) if item.get("config") else "",
-            "code": fill(item["code"], values) if item.get("code") else "",
-        })
-    return blocks
-
-
-def verify_items(entry, values: dict) -> list[tuple[str, str]]:
-    return [(fill(item["check"], values), fill(item.get("command") or "", values)) for item in entry.get("verify") or ()]
+def report_sections(entry, diagnosis: Diagnosis, values: Mapping | None = None) -> list[Section]:
+    """The entry's Fix and Verification sections as a diagnosis shows them: the log's values
+    filled in, the fixes chosen for the stack the logs show (firstfault.stack)."""
+    values = diagnosis.fix_values if values is None else values
+    stack = [item.id for item in diagnosis.stack]
+    return [section for section in build_sections(entry, values, stack=stack) if section.heading in (FIX, VERIFY)]
 
 
 def id_label(finding) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ..kb.compare import Comparison, ComparedEntry, ToolRow
 from .entry_markdown import code_span, markdown_table, prose
 from .entry_sections import fill_placeholders
-from .entry_tables import render_table
+from .entry_tables import GAP, fit_widths, render_table
 from .entry_terminal import Style, wrap
 
 ENTRY_HEADERS = ("#", "entry", "what it really indicates", "message", "tells it apart")
@@ -49,13 +49,31 @@ def render_comparison_terminal(comparison: Comparison, *, width: int = 100, colo
     ]
     parts = [style("heading", _title(comparison)) + "\n", render_table(ENTRY_HEADERS, rows, width=width, style=style, spaced=True, whole_words=(0, 1))]
     if comparison.tools:
-        parts.append(style("heading", "Tools") + "\n" + "\n".join(style("dim", line) for line in wrap(LEGEND, width)) + "\n")
         headers, matrix = _matrix(comparison)
-        parts.append(render_table(
-            headers, matrix, width=width, style=style, roles={0: lambda value: "literal"},
-            whole_words=range(1, len(headers)),
-        ))
+        if fit_widths(headers, matrix, width - len(GAP) * (len(headers) - 1), range(1, len(headers))) is None:
+            parts.append(style("heading", "Tools") + "\n" + _tool_lines(comparison, width, style))
+        else:
+            parts.append(style("heading", "Tools") + "\n" + "\n".join(style("dim", line) for line in wrap(LEGEND, width)) + "\n")
+            parts.append(render_table(
+                headers, matrix, width=width, style=style, roles={0: lambda value: "literal"},
+                whole_words=range(1, len(headers)),
+            ))
     return "\n".join(parts)
+
+
+def _tool_lines(comparison: Comparison, width: int, style: Style) -> str:
+    """The tool matrix for a terminal too narrow for it: one line per tool, naming the entries
+    (by their number above) it helps diagnose and those whose fixes set it."""
+    numbers = {item.id: str(number) for number, item in enumerate(comparison.entries, start=1)}
+    lines = []
+    for tool in comparison.tools:
+        uses = []
+        if tool.diagnose:
+            uses.append("diagnoses " + ", ".join(numbers[entry] for entry in tool.diagnose if entry in numbers))
+        if tool.fix:
+            uses.append("set by the fixes of " + ", ".join(numbers[entry] for entry in tool.fix if entry in numbers))
+        lines.extend(wrap(f"{tool.name}: {'; '.join(uses)}", width, "  ", "      "))
+    return "\n".join(lines) + "\n"
 
 
 def render_comparison_markdown(comparison: Comparison) -> str:

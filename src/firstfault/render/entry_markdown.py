@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from ..model import Entry
 from .entry_sections import (
     FixOption, Header, Item, Link, LogLines, Paragraph, Section, Step, build_sections, entry_header,
-    paragraphs,
+    numbered, paragraphs,
 )
 
 CODE_SPAN = re.compile(r"(`[^`]*`)")
@@ -63,8 +63,13 @@ def _header(header: Header) -> str:
     return "\n".join(lines)
 
 
+def render_section(section: Section) -> str:
+    """One section as Markdown (the diagnosis report shows Fix and Verification so)."""
+    return _section(section)
+
+
 def _section(section: Section) -> str:
-    blocks = [_block(block, number) for number, block in enumerate(section.blocks, start=1)]
+    blocks = [_block(block, number) for number, block in numbered(section.blocks)]
     return f"### {section.heading}\n\n" + _join(section.blocks, blocks)
 
 
@@ -88,7 +93,9 @@ def _block(block, number: int) -> str:
         text = code_span(block.text) if block.literal else prose(block.text)
         return f"- {text} — {prose(block.detail)}" if block.detail else f"- {text}"
     if isinstance(block, Step):
-        command = "\n\n" + _indent(fenced(block.command, "bash"), 3) if block.command else ""
+        # a list item's content starts after `N. `: CommonMark keeps the code block in the item
+        # only when it is indented that far (3 spaces for 1-9, 4 from 10)
+        command = "\n\n" + indent(fenced(block.command, "bash"), len(f"{number}. ")) if block.command else ""
         return f"{number}. {prose(block.text)}{command}"
     if isinstance(block, FixOption):
         return _fix(block, number)
@@ -105,5 +112,5 @@ def _fix(option: FixOption, number: int) -> str:
     return "\n\n".join(parts)
 
 
-def _indent(text: str, spaces: int) -> str:
+def indent(text: str, spaces: int) -> str:
     return "\n".join(" " * spaces + line if line else line for line in text.splitlines())

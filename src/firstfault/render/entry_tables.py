@@ -140,6 +140,11 @@ def render_list(entries: Sequence[Entry], fmt: str = "terminal", *, width: int =
     if fmt == "json":
         return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
     headers = ("id", "category", "severity", "status", "title")
+    if fmt == "markdown":
+        from .entry_markdown import markdown_table, prose
+
+        cells = [[f"`{row['id']}`", row["category"], row["severity"], row["status"], prose(row["title"])] for row in rows]
+        return markdown_table(headers, cells) + "\n"
     return render_table(
         headers, [[row[key] for key in headers] for row in rows], width=width, style=Style(color),
         roles={0: lambda value: "literal", 2: lambda value: value}, whole_words=range(len(headers) - 1),
@@ -157,6 +162,11 @@ def render_search(hits: Sequence[SearchHit], fmt: str = "terminal", *, width: in
     """`firstfault search`: best first, with why each entry was found."""
     if fmt == "json":
         return json.dumps([_hit_dict(hit) for hit in hits], indent=2, ensure_ascii=False) + "\n"
+    if fmt == "markdown":
+        from .entry_markdown import prose
+
+        return "".join(f"{number}. `{hit.entry.id}` {prose(hit.entry.title)} ({hit.entry.category}, "
+                       f"{hit.entry.severity}): {prose(_why(hit))}\n" for number, hit in enumerate(hits, start=1))
     style = Style(color)
     lines = []
     for number, hit in enumerate(hits, start=1):

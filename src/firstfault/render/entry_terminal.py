@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from ..model import Entry
 from .entry_sections import (
     Code, FixOption, Header, Item, Link, LogLines, Paragraph, Section, Step, build_sections, entry_header,
-    paragraphs,
+    numbered, paragraphs,
 )
 
 ANSI = {
@@ -83,11 +83,17 @@ def _header(header: Header, style: Style) -> list[str]:
     return lines
 
 
+def render_section(section: Section, width: int, style: Style) -> list[str]:
+    """One section: its heading, then its blocks (the diagnosis report shows Fix and Verification so)."""
+    return _section(section, width, style)
+
+
 def _section(section: Section, width: int, style: Style) -> list[str]:
     lines = [style("heading", section.heading)]
-    for number, block in enumerate(section.blocks, start=1):
+    for number, block in numbered(section.blocks):
         lines.extend(_block(block, number, width, style))
     return lines
+
 
 
 def _block(block, number: int, width: int, style: Style) -> list[str]:

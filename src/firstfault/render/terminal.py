@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 from ..model import Diagnosis
-from .entry_terminal import Style
-from .diagnosis_text import (action_line, because_lines, entry_or_none, fix_blocks, id_label, inputs_line,
-                             ranks_text, started_line, verify_items, where, who)
+from .diagnosis_text import (Names, action_line, because_lines, clip, entry_or_none, id_label, inputs_line,
+                             ranks_text, report_sections, started_line, who)
+from .entry_terminal import Style, render_section
 
 # Roles of the diagnosis report, on top of the entry renderer's (title, heading, dim, ...).
 _ROLES = {"failure": "critical", "healthy": "code", "unknown": "literal", "where": "heading", "note": "literal"}
+WIDTH = 100  # prose of the fix and verification is wrapped here; log lines and code never are
 
 
 class TerminalReport:
-    """Renders a Diagnosis for a terminal; colour only when asked."""
+    """Renders a Diagnosis for a terminal; colour only when asked. Skipped inputs are not listed:
+    the command says them once, on stderr."""
 
     def __init__(self, kb, color: bool = False) -> None:
         self.kb = kb
@@ -21,23 +23,24 @@ class TerminalReport:
         return self._style(_ROLES.get(role, role), text) if role else text
 
     def render(self, diagnosis: Diagnosis) -> str:
-        lines = self._headline(diagnosis)
+        names = Names(diagnosis)
+        lines = self._headline(diagnosis, names)
         if diagnosis.primary is not None:
-            lines += self._evidence(diagnosis)
+            lines += self._evidence(diagnosis, names)
         if diagnosis.because and diagnosis.status != "healthy":
             lines += ["", self.style("Why", "title")] + [f"  {text}" for text in because_lines(diagnosis)]
         if diagnosis.collateral:
-            lines += self._collateral(diagnosis)
+            lines += self._collateral(diagnosis, names)
         if diagnosis.error_lines:
             lines += ["", self.style("Most likely error lines", "title")]
-            lines += [f"  {where(item)}  [{who(item)}] {item.text.strip()[:300]}" for item in diagnosis.error_lines]
+            lines += [f"  {names.where(item)}  [{who(item)}] {clip(item.text)}" for item in diagnosis.error_lines]
         entry = entry_or_none(self.kb, diagnosis.primary.failure_id) if diagnosis.primary else None
         if entry is not None:
-            lines += self._fix(entry, diagnosis.fix_values)
+            lines += self._fix(entry, diagnosis)
         lines += self._footer(diagnosis)
         return "\n".join(lines) + "\n"
 
-    def _headline(self, diagnosis: Diagnosis) -> list[str]:
+    def _headline(self, diagnosis: Diagnosis, names: Names) -> list[str]:
         if diagnosis.status == "healthy":
             return [self.style("✔ healthy", "healthy") + ": the logs show no failure"]
         if diagnosis.primary is None:
@@ -47,7 +50,7 @@ class TerminalReport:
         entry = entry_or_none(self.kb, primary.failure_id)
         title = entry.title if entry else primary.failure_id
         lines = [self.style("✖ " + title, "failure") + self.style(f"  [{id_label(primary)}]  confidence {primary.confidence:.2f}", "dim")]
-        lines.append("  " + started_line(diagnosis))
+        lines.append("  " + started_line(diagnosis, names))
         lines.append("  " + self.style(action_line(diagnosis), "heading"))
         if primary.message:
             lines.append("  " + primary.message)
@@ -55,43 +58,30 @@ class TerminalReport:
             lines.append("  " + entry.get("summary", "").strip().split(". ")[0].rstrip(".") + ".")
         return lines
 
-    def _evidence(self, diagnosis: Diagnosis) -> list[str]:
+    def _evidence(self, diagnosis: Diagnosis, names: Names) -> list[str]:
         lines = ["", self.style("Evidence", "title")]
         for item in diagnosis.primary.evidence:
-            lines.append(f"  {self.style(where(item), 'where')}  [{who(item)}] {item.text.strip()[:300]}")
+            lines.append(f"  {self.style(names.where(item), 'where')}  [{who(item)}] {clip(item.text)}")
         return lines
 
-    def _collateral(self, diagnosis: Diagnosis) -> list[str]:
+    def _collateral(self, diagnosis: Diagnosis, names: Names) -> list[str]:
         title = "Collateral (consequences, not the cause)" if diagnosis.primary else "Failures seen"
         lines = ["", self.style(title, "title")]
         for finding in diagnosis.collateral[:10]:
             first = finding.evidence[0] if finding.evidence else None
             ranks = f"ranks {ranks_text(finding.ranks)}" if finding.ranks else f"{finding.count} line(s)"
-            lines.append(f"  {finding.failure_id}: {ranks}" + (f" — first {where(first)}" if first else ""))
+            lines.append(f"  {finding.failure_id}: {ranks}" + (f" — first {names.where(first)}" if first else ""))
             if finding.message:
                 lines.append(self.style(f"    {finding.message}", "dim"))
         if len(diagnosis.collateral) > 10:
             lines.append(f"  … and {len(diagnosis.collateral) - 10} more groups (--format json lists all)")
         return lines
 
-    def _fix(self, entry, values: dict) -> list[str]:
-        lines = ["", self.style("Fix", "title")]
-        for number, block in enumerate(fix_blocks(entry, values), start=1):
-            lines.append(f"  {number}. {block['title']} [{block['stack']}]")
-            lines.append(self.style(f"     why: {block['why'].strip()}", "dim"))
-            lines += [f"     - {step}" for step in block["steps"]]
-            lines += [f"     export {key}={value}" for key, value in block["env"].items()]
-            if block["command"]:
-                lines.append(f"     $ {block['command']}")
-            for key in ("config", "code"):
-                lines += [f"       {text}" for text in block[key].rstrip().splitlines()]
-        verify = verify_items(entry, values)
-        if verify:
-            lines += ["", self.style("Verify", "title")]
-            for check, command in verify:
-                lines.append(f"  {check}")
-                if command:
-                    lines.append(f"  $ {command}")
+    def _fix(self, entry, diagnosis: Diagnosis) -> list[str]:
+        lines = []
+        for section in report_sections(entry, diagnosis):
+            lines.append("")
+            lines += render_section(section, WIDTH, self._style)
         lines += ["", self.style(f"Full entry: firstfault explain {entry.id}", "dim")]
         return lines
 
@@ -99,6 +89,4 @@ class TerminalReport:
         lines = ["", self.style("Read: " + inputs_line(diagnosis), "dim")]
         for note in diagnosis.notes:
             lines.append(self.style(f"Note: {note}", "note"))
-        for item in diagnosis.inputs.skipped:
-            lines.append(self.style(f"Skipped: {item.source}: {item.reason}", "note"))
         return lines

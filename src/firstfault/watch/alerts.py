@@ -41,7 +41,7 @@ class Alert:
         data["ranks"] = list(self.ranks)
         data["collateral"] = [dict(item) for item in self.collateral]
         data["fault_time"] = iso_time(self.fault_time)
-        data["emitted_at"] = iso_time(self.emitted_at)
+        data["emitted_at"] = iso_time(self.emitted_at, zoned=True)  # this machine's clock
         return data
 
     def headline(self) -> str:

@@ -41,7 +41,8 @@ class LiveEngine:
 
     def ingest(self, chunks: list[Chunk], now: float, *, backlog: bool = False) -> None:
         """`backlog`: lines that were already in the files when watching began; they are matched,
-        but say nothing about progress now (an old finished run must not look hung)."""
+        and say how far each rank had got, but alone never make a hang (an old finished run must
+        not look hung; see watch/progress.py)."""
         for chunk in chunks:
             self._last_input_at = now
             if chunk.record:
@@ -51,8 +52,7 @@ class LiveEngine:
             if scan.feed(chunk.data):
                 self._changed = True
             self.lines_seen += chunk.data.count(b"\n")
-            if not backlog:
-                self.tracker.observe(chunk.data, chunk.display, scan.scan.hints, now, _local_offset(scan))
+            self.tracker.observe(chunk.data, chunk.display, scan.scan.hints, now, _local_offset(scan), backlog=backlog)
 
     def _scan_for(self, chunk: Chunk) -> IncrementalScan:
         scan = self.scans.get(chunk.key)

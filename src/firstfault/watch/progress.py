@@ -1,12 +1,18 @@
 """Hang detection from progress lines: which ranks stopped making progress, and which stopped first.
 
 A *progress line* names a step ("step 41", "iter 41", "Epoch 2 | batch 17"); it is attributed to
-a rank as the engine attributes lines (the `[rankN]:` / `[defaultN]:` prefixes, else the file's
-path), and the numbers it carries order ranks by how far they got. A rank takes part once it has
-printed `min_progress_lines` of them, so a job where only rank 0 logs its steps is judged by rank 0
-alone. A hang is raised when some ranks print no progress for
-`after_seconds` while others go on, or when all fall silent; then the ranks named are the ones
-that stopped first: the lowest step, else the earliest last progress line.
+a rank stream as the engine attributes lines (the `[rankN]:` / `[defaultN]:` / `srun --label`
+prefixes of a combined console, else the file's path), and the numbers it carries order ranks by
+how far they got. A rank takes part once it has printed `min_progress_lines` of them, or one of the
+same kind (`step N`) as ranks that take part print: a job where only rank 0 logs its steps is
+judged by rank 0 alone, while a rank that printed one step and stopped is still judged.
+
+Lines already in the files when watching began (the backlog) count too: they say how far each rank
+got and that it takes part, as of the moment watching began. They cannot raise a hang on their
+own (an old finished run is not hung): a hang needs some rank to have progressed since. A hang is
+raised when some ranks print no progress for `after_seconds` while others go on, or when all fall
+silent; then the ranks named are the ones that stopped first: the lowest step, else the earliest
+last progress line.
 """
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ class RankProgress:
     position: tuple = ()  # the step numbers of the last progress line
     last_text: str = ""
     source: str = ""
+    live_lines: int = 0  # progress lines read after watching began (not from the backlog)
+    kinds: set = field(default_factory=set)  # what its progress lines count: {"step"}, {"epoch", "batch"}
 
 
 @dataclass(frozen=True)
@@ -57,21 +65,26 @@ class ProgressTracker:
     def __post_init__(self) -> None:
         self._progress = re.compile(self.pattern)
 
-    def observe(self, data: bytes, display: str, hints: PathHints, now: float, local_offset: int | None = None) -> None:
-        """Note the progress lines in one chunk of new complete lines of one file."""
+    def observe(self, data: bytes, display: str, hints: PathHints, now: float, local_offset: int | None = None,
+                backlog: bool = False) -> None:
+        """Note the progress lines in one chunk of new complete lines of one file. `backlog`: the
+        lines were there before watching began; `now` is then when watching began."""
         text = data.decode("utf-8", errors="replace")
         if not self._progress.search(text):
             return
         for line in text.split("\n"):
-            steps = self._progress.findall(line)
-            if not steps:
+            found = list(self._progress.finditer(line))
+            if not found:
                 continue  # only progress lines are attributed: the regex is cheap, prefixes are not
+            steps = [match.group(1) if match.groups() else match.group(0) for match in found]
             label, rank = self._who(line, display, hints, local_offset)
             entry = self.ranks.get(label)
             if entry is None:
                 entry = self.ranks[label] = RankProgress(label, rank, source=display)
             entry.progress_lines += 1
-            entry.position = tuple(int(value) for value in steps)
+            entry.live_lines += 0 if backlog else 1
+            entry.kinds.add(_kind(found))
+            entry.position = tuple(_number(value) for value in steps)
             entry.last_progress_at = now
             entry.last_text = line[-300:]
             entry.source = display
@@ -89,8 +102,18 @@ class ProgressTracker:
             rank = hints.rank
         return (f"rank {rank}", rank) if rank is not None else (display, None)
 
+    def taking_part(self) -> list[RankProgress]:
+        """Streams with a cadence of their own, and streams that printed the same kind of progress
+        line as those (however few: a rank may stop after its first step)."""
+        regular = [entry for entry in self.ranks.values() if entry.progress_lines >= self.min_progress_lines]
+        kinds = set().union(*(entry.kinds for entry in regular)) if regular else set()
+        return [entry for entry in self.ranks.values()
+                if entry.progress_lines >= self.min_progress_lines or (entry.kinds & kinds and entry.progress_lines)]
+
     def check(self, now: float) -> HangVerdict | None:
-        taking_part = [entry for entry in self.ranks.values() if entry.progress_lines >= self.min_progress_lines]
+        taking_part = self.taking_part()
+        if not any(entry.live_lines for entry in taking_part):
+            return None  # nothing progressed since watching began: no evidence of a hang now
         silent = [entry for entry in taking_part if now - entry.last_progress_at >= self.after_seconds]
         if not silent:
             return None
@@ -103,6 +126,16 @@ class ProgressTracker:
 
     def seconds_since_progress(self, now: float) -> dict[str, float]:
         return {label: now - entry.last_progress_at for label, entry in self.ranks.items() if entry.progress_lines}
+
+
+def _kind(found: list) -> str:
+    """What a progress line counts, its numbers left out: `step`, `epoch|batch`."""
+    return "|".join(re.sub(r"[\d\W_]+", " ", match.group(0)).strip().lower() for match in found)
+
+
+def _number(value: str) -> int:
+    digits = re.sub(r"\D", "", value)
+    return int(digits) if digits else 0
 
 
 def _stopped_first(silent: list[RankProgress]) -> list[RankProgress]:

@@ -25,22 +25,30 @@ class Sink:
 
 
 class TerminalSink(Sink):
-    """A few readable lines per alert."""
+    """A few readable lines per alert; the headline in colour when asked (--color)."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream, color: bool = False) -> None:
         self.stream = stream
+        self.color = color
 
     def emit(self, alert: Alert) -> None:
-        self.stream.write(render_alert(alert))
+        self.stream.write(render_alert(alert, self.color))
         self.stream.flush()
 
 
-def render_alert(alert: Alert) -> str:
+_HEADLINE_ROLE = {"failure": "critical", "hang": "critical", "update": "high", "resolved": "code"}
+
+
+def render_alert(alert: Alert, color: bool = False) -> str:
+    from ..render.diagnosis_text import clip
+    from ..render.entry_terminal import Style
+
+    style = Style(color)
     clock = datetime.fromtimestamp(alert.emitted_at).strftime("%H:%M:%S")
-    lines = [f"[firstfault {clock}] {alert.headline()}"]
+    lines = [f"[firstfault {clock}] " + style(_HEADLINE_ROLE.get(alert.kind, ""), alert.headline())]
     if alert.source and alert.kind in ("failure", "update", "hang"):
         where = f"{alert.source}:{alert.line}" if alert.line else alert.source
-        lines.append(f"    at {where}" + (f"  {alert.text.strip()[:300]}" if alert.text and alert.kind != "hang" else ""))
+        lines.append(f"    at {where}" + (f"  {clip(alert.text)}" if alert.text and alert.kind != "hang" else ""))
     for item in alert.collateral[:6]:
         ranks = ", ".join(str(rank) for rank in item["ranks"][:16])
         more = f" +{len(item['ranks']) - 16}" if len(item["ranks"]) > 16 else ""

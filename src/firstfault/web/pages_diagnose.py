@@ -8,6 +8,8 @@ from ..render.entry_sections import FIX, VERIFY, build_sections
 from . import samples, service
 from .app import render
 from .ingress import submission_from_form
+from .report import labels_of
+from .timeline import caption_of
 
 router = APIRouter(include_in_schema=False)
 
@@ -28,7 +30,8 @@ async def diagnose_submit(request: Request):
 
 
 def fix_sections(kb, document: dict):
-    """The entry's Fix and Verification sections, placeholders filled from the log."""
+    """The entry's Fix and Verification sections as every report shows them: placeholders filled
+    from the log, the fixes chosen for the stack the logs show (the document's `stack`)."""
     primary = document.get("primary")
     entry_id = (primary or {}).get("entry_id") or (primary or {}).get("failure_id")  # older records: no entry_id
     if not entry_id or entry_id not in kb:
@@ -39,13 +42,21 @@ def fix_sections(kb, document: dict):
     for key in ("rank", "host"):
         if initiating.get(key) is not None:
             values.setdefault(key, initiating[key])
-    sections = [section for section in build_sections(entry, values) if section.heading in (FIX, VERIFY)]
+    stack = [item["id"] for item in document.get("stack") or () if isinstance(item, dict) and "id" in item]
+    sections = [section for section in build_sections(entry, values, stack=stack) if section.heading in (FIX, VERIFY)]
     return entry, sections
 
 
 def result_page(request: Request, document: dict, record_id: int | None, created: float | None = None):
+    from ..model import Skipped
+    from ..render.diagnosis_text import ACTION_TEXT, expected_empty
+
     kb = request.app.state.kb
     entry, sections = fix_sections(kb, document)
+    items = [item for item in (document.get("inputs") or {}).get("skipped") or () if isinstance(item, dict)]
+    skipped = [item for item in items if not expected_empty(Skipped(str(item.get("source")), str(item.get("reason"))))]
     titles = {item.id: item.title for item in kb.entries}
     return render(request, "result.html", page="diagnose", doc=document, entry=entry, sections=sections,
-                  titles=titles, record_id=record_id, created=created)
+                  titles=titles, record_id=record_id, created=created, labels=labels_of(document),
+                  timeline_caption=caption_of(document), skipped=skipped, expected_empty=len(items) - len(skipped),
+                  action_texts=ACTION_TEXT)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..model import Diagnosis, Evidence
 from ..render.contract import evidence_to_dict, to_contract
+from ..render.diagnosis_text import source_labels
 
 MAX_POINTS = 2000
 
@@ -67,6 +68,17 @@ def build_document(diagnosis: Diagnosis, notes: list[str] | tuple[str, ...] = ()
     document["timeline"] = timeline_points(diagnosis)
     document["upload_notes"] = list(notes)
     return document
+
+
+def labels_of(document: dict) -> dict[str, str]:
+    """How the page names each file: its shortest path suffix no other file shares (the labels of
+    the terminal and Markdown reports), so `stderr.log:14` never names two files."""
+    sources = list((document.get("inputs") or {}).get("files") or [])
+    primary = document.get("primary") or {}
+    groups = [primary.get("evidence") or [], [item.get("first") or {} for item in document.get("collateral") or []],
+              document.get("error_lines") or [], document.get("timeline") or [], [primary.get("initiating") or {}]]
+    sources += [item.get("source") for group in groups for item in group if isinstance(item, dict) and item.get("source")]
+    return source_labels(sources)
 
 
 def title_of(document: dict, kb=None) -> str:

@@ -2,14 +2,19 @@
 
 Ranks are rows (lines without a rank get a row per host or file), time runs left to right (or
 the order in the logs when lines carry no time). The first fault is a large red mark with a
-dashed line down the whole chart: whatever lies right of it is the cascade. Colours come from
-CSS classes, so the page needs no inline style (the CSP forbids it).
+dashed line down the whole chart. Every mark is drawn at its own line's time, so collateral can
+sit left of the first fault (another host's clock, a time known only to the second, a time carried
+from an earlier line); `caption_of` says so whenever the chart shows it, rather than claiming that
+everything right of the red mark followed. Colours come from CSS classes, so the page needs no
+inline style (the CSP forbids it).
 """
 from __future__ import annotations
 
 import re
 
 from markupsafe import Markup, escape
+
+from .report import labels_of
 
 WIDTH = 960
 LABEL_WIDTH = 170
@@ -26,10 +31,11 @@ def anchor_id(source: str | None, line: int | None) -> str:
     return "ev-" + re.sub(r"[^A-Za-z0-9_.-]", "_", source or "") + f"-{line}"
 
 
-def _row_key(point: dict) -> tuple:
+def _row_key(point: dict, labels: dict | None = None) -> tuple:
     if point.get("rank") is not None:
         return (0, int(point["rank"]), "")
-    return (1, 0, point.get("host") or point.get("source") or "?")
+    source = point.get("source")
+    return (1, 0, point.get("host") or (labels or {}).get(source, source) or "?")
 
 
 def _row_label(key: tuple) -> str:
@@ -55,11 +61,32 @@ def _seconds_label(seconds: float) -> str:
     return f"+{seconds:g}s"
 
 
+def caption_of(document: dict) -> str:
+    """What the chart means, true of this chart: the red mark is the first fault; when collateral
+    marks lie left of it, the caption says why instead of claiming all that followed is right of it."""
+    points = document.get("timeline") or []
+    first = next((point for point in points if point.get("kind") == "first"), None)
+    if first is None:
+        return "What each rank printed and when."
+    earlier = [point for point in points if point.get("kind") == "collateral" and point.get("t") is not None
+               and first.get("t") is not None and point["t"] < first["t"]]
+    if not earlier:
+        return ("What each rank printed and when. The red mark is where the failure started; everything "
+                "to its right followed from it.")
+    count = len(earlier)
+    return (f"What each rank printed and when. The red mark is where the failure started. {count} collateral "
+            f"mark{'s' if count != 1 else ''} lie{'s' if count == 1 else ''} left of it: "
+            f"{'their lines carry' if count != 1 else 'its line carries'} an earlier time (another host's clock, "
+            "a time known only to the second, or one carried from an earlier line), yet the engine judged "
+            f"{'them consequences' if count != 1 else 'it a consequence'} of the first fault, as the collateral list below says.")
+
+
 def render_timeline(document: dict) -> Markup:
     points = sorted(document.get("timeline") or [], key=_order_key)
     if not points:
         return Markup('<p class="muted">No evidence lines to draw.</p>')
-    rows = sorted({_row_key(point) for point in points})
+    labels = labels_of(document)
+    rows = sorted({_row_key(point, labels) for point in points})
     seen_ranks = [rank for rank in (document.get("inputs") or {}).get("ranks") or [] if isinstance(rank, int)]
     quiet = sorted(set(seen_ranks) - {key[1] for key in rows if key[0] == 0})
     if len(rows) + len(quiet) <= MAX_ROWS:
@@ -125,14 +152,15 @@ def render_timeline(document: dict) -> Markup:
     # marks: the first fault last, so it is drawn on top
     drawn = sorted(enumerate(points), key=lambda item: -KIND_ORDER.get(item[1]["kind"], 9))
     for index, point in drawn:
-        key = _row_key(point)
+        key = _row_key(point, labels)
         if key not in row_index:
             continue
         x = x_of(index, point)
         y = TOP + ROW_HEIGHT * row_index[key] + ROW_HEIGHT / 2
         kind = point["kind"] if point["kind"] in KIND_ORDER else "error"
         approx = bool(point.get("approx"))
-        tip = _row_label(key) if approx else f"{_row_label(key)} · {point.get('source')}:{point.get('line')}"
+        source = labels.get(point.get("source"), point.get("source"))
+        tip = _row_label(key) if approx else f"{_row_label(key)} · {source}:{point.get('line')}"
         if point.get("time"):
             tip += f" · {point['time']}"
         tip += f"\n{(point.get('text') or '')[:300]}"

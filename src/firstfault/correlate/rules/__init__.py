@@ -37,6 +37,7 @@ class Decision:
     because: tuple[Because, ...] = ()
     notes: tuple[str, ...] = ()
     hang: str = ""  # why the job is known to have hung although nothing timed out (the reason)
+    failure_class: str = ""  # the job's core class when a rule decided it differs from the entry's
     action: str | None = None  # restart | exclude-host-and-restart | fix-and-rerun
     action_detail: tuple = ()  # (key, value) pairs: hosts, commands
 
@@ -87,5 +88,6 @@ def run_stage(stage: Stage, facts: Facts, decision: Decision) -> Decision:
 def rule(rule_id: str, summary: str = "") -> Callable[[Apply], Rule]:
     """Decorator: a function becomes a Rule with a stable id."""
     def wrap(function: Apply) -> Rule:
-        return Rule(rule_id, function, summary or (function.__doc__ or "").strip().splitlines()[0])
+        paragraph = (function.__doc__ or "").strip().split("\n\n")[0]
+        return Rule(rule_id, function, summary or " ".join(line.strip() for line in paragraph.splitlines()))
     return wrap

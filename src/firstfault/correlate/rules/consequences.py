@@ -37,3 +37,21 @@ def consequences(facts: Facts, decision: Decision) -> Decision | None:
     text = "then " + "; ".join(parts) + (f" (and {len(groups) - SHOWN_GROUPS} more)" if len(groups) > SHOWN_GROUPS else "")
     text += f": consequences of {decision.primary}" if explained else ": they followed it"
     return decision.with_because("consequences", text, [first[entry] for entry in ordered])
+
+
+@rule("crash-took-down-peers")
+def crash_took_down_peers(facts: Facts, decision: Decision) -> Decision | None:
+    """A native crash that other ranks failed waiting for: the job failed as a peer crash (the
+    entry that explains it stays native-crash)."""
+    from ..ids import NATIVE_CRASH, PEER_CRASH
+
+    if facts.relations.core(decision.primary) != NATIVE_CRASH:
+        return None
+    crashed = decision.rank if decision.rank is not None else decision.initiating.line.origin.rank
+    peers = {m.line.origin.rank for m in facts.collateral if m.line.origin.rank not in (None, crashed)}
+    if not peers:
+        return None
+    return decision.with_because(
+        "crash-took-down-peers",
+        f"rank {crashed if crashed is not None else '?'} died of a signal and {len(peers)} other rank(s) failed "
+        "waiting for it: the job failed as a peer crash", failure_class=PEER_CRASH)

@@ -35,8 +35,16 @@ def own_line(facts: Facts, rank: int, failure_id: str) -> Match | None:
         return None
     failures = {(match.line.origin.source, match.line.origin.line) for match in facts.matches if match.role != "context"}
     stream = max(streams, key=lambda item: len(item.lines))
-    busy = [line for line in stream.lines if (stream.source, line.line) not in failures]
-    return activity_match(stream, failure_id, busy[-1] if busy else None)
+    busy = [line for line in stream.lines if (stream.source, line.line) not in failures and _says_something(line.text)]
+    timed = [line for line in busy if line.time is not None]
+    return activity_match(stream, failure_id, (timed or busy)[-1] if busy else None)
+
+
+def _says_something(text: str) -> bool:
+    """A log message, not a traceback's code line, caret line or C++ frame."""
+    stripped = text.strip()
+    return bool(stripped) and not stripped.startswith(("frame #", "File ", "^", "~", "Traceback", "Exception raised from")) \
+        and any(char.isalpha() for char in stripped) and not text.startswith("    ")
 
 
 def hang_decision(facts: Facts, decision: Decision, rule_id: str, failure_id: str, rank: int | None,
@@ -53,11 +61,11 @@ def hang_decision(facts: Facts, decision: Decision, rule_id: str, failure_id: st
                                  status="failure", primary=failure_id, initiating=anchor, rank_decided=True)
 
 
-_GROUP = re.compile(r"PG ID (\d+)|PG GUID (\d+)")
+_GROUP = re.compile(r"PG ID (\d+)")
 
 
 def _groups_named(matches) -> set:
-    return {found.group(0) for match in matches for found in _GROUP.finditer(match.line.text)}
+    return {found.group(1) for match in matches for found in _GROUP.finditer(match.line.text)}
 
 
 def _waiting(facts: Facts) -> dict:

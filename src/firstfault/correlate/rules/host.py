@@ -30,7 +30,8 @@ def host_of_rank(facts: Facts, decision: Decision) -> Decision | None:
 def only_host(facts: Facts, decision: Decision) -> Decision | None:
     """Every host the logs name is the same one, and the failing rank is on the first node."""
     named = [host for host in facts.hosts.named if host not in LOCAL_NAMES]
-    if len(named) != 1:
+    seen = set(named) | {host for host in facts.inputs.hosts if host not in LOCAL_NAMES}
+    if len(named) != 1 or len(seen) != 1:
         return None
     rank = initiating_rank(decision)
     world = facts.hosts.local_world

@@ -2,6 +2,7 @@
 hang or came after an in-job fault, and the rank that fell silent first."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from statistics import median
 
@@ -14,7 +15,9 @@ from . import Decision, rule
 
 OUTLIVED_PROGRESS_LINES = 2  # healthy progress lines after an error that show the run went on
 HANG_IDLE_SECONDS = 15 * 60  # silence before an external stop that means the job had hung
+HANG_IDLE_FLOOR_SECONDS = 5.0  # with one rank visibly behind, a silence this long may already be one
 IDLE_CADENCE_FACTOR = 10  # ... or this many times the job's usual gap between lines
+BEHIND_CADENCE_FACTOR = 2  # with one rank visibly behind the others, a shorter silence is enough
 SCHEDULER_WORDS = ("slurmstepd", "srun:", "sbatch", "scancel", "CANCELLED", "PREEMPT", "Terminated", "SIGTERM", "signal 15")
 
 
@@ -33,12 +36,34 @@ def _stream(facts: Facts, match: Match) -> StreamActivity | None:
 
 
 def outlived(facts: Facts, match: Match, failures: frozenset | None = None) -> list:
-    """The healthy progress lines the same process printed after this line (empty if none)."""
+    """The healthy progress lines the same process printed after this line (empty if none),
+    in the same file or in the file of a later attempt of the same worker (a restarted
+    container's log beside its `.previous` one, torchrun's attempt_1 beside attempt_0)."""
+    failures = failures if failures is not None else _failure_lines(facts)
     stream = _stream(facts, match)
-    if stream is None:
-        return []
-    after = healthy_progress_after(stream, match.line.origin.line, failures if failures is not None else _failure_lines(facts))
-    return after if len(after) >= OUTLIVED_PROGRESS_LINES and advancing(after) else []
+    if stream is not None:
+        after = healthy_progress_after(stream, match.line.origin.line, failures)
+        if len(after) >= OUTLIVED_PROGRESS_LINES and advancing(after):
+            return after
+    for later in _later_attempts(facts, match.line.origin.source):
+        after = healthy_progress_after(later, 0, failures)
+        if len(after) >= OUTLIVED_PROGRESS_LINES and advancing(after):
+            return after
+    return []
+
+
+_ATTEMPT = re.compile(r"attempt_(\d+)")
+
+
+def _later_attempts(facts: Facts, source: str) -> list[StreamActivity]:
+    """Streams of a later run of the same worker: `x.previous.log` -> `x.log`, attempt_0 -> attempt_1."""
+    names = []
+    if ".previous" in source:
+        names.append(source.replace(".previous", ""))
+    found = _ATTEMPT.search(source)
+    if found:
+        names += [source[:found.start(1)] + str(number) + source[found.end(1):] for number in range(int(found.group(1)) + 1, int(found.group(1)) + 4)]
+    return [stream for stream in facts.activity if stream.source in names]
 
 
 @rule("outlived-by-progress")
@@ -115,9 +140,11 @@ def _last_work(stream: StreamActivity, before: float) -> float | None:
 
 
 def _cadence(streams: list[StreamActivity]) -> float:
+    """The job's usual gap between lines: between progress lines where the streams show some."""
     gaps = []
-    for stream in streams:
-        times = [line.time for line in stream.lines if line.time is not None]
+    stepping = [stream for stream in streams if len(stream.progress) >= 2]
+    for stream in stepping or streams:
+        times = [line.time for line in (stream.progress if stepping else stream.lines) if line.time is not None]
         gaps += [later - earlier for earlier, later in zip(times, times[1:]) if later > earlier]
     return median(gaps) if gaps else 0.0
 
@@ -144,7 +171,11 @@ def stop_ended_hang(facts: Facts, decision: Decision) -> Decision | None:
         return None
     idle = stop_time - max(last)
     if idle < max(HANG_IDLE_SECONDS, IDLE_CADENCE_FACTOR * _cadence(streams)):
-        return None
+        # a shorter silence, still long against the job's own pace, is a hang when one rank
+        # visibly stopped before the others
+        ranked = [stream for stream in streams if stream.rank is not None]
+        if idle < max(HANG_IDLE_FLOOR_SECONDS, BEHIND_CADENCE_FACTOR * _cadence(streams)) or _behind(ranked) is None:
+            return None
     reason = f"nothing was printed for {_duration(idle)} before the job was stopped from outside"
     return decision.with_because(
         "external-stop-ended-a-hang", f"{reason}: the stop ended a hang, it did not cause it", [stop],
@@ -165,6 +196,11 @@ def _behind(streams: list[StreamActivity]) -> StreamActivity | None:
             behind.append(stream)
     if len(behind) == 1:
         return behind[0]
+    logging = [stream for stream in streams if stream.progress]
+    if len(logging) == 1 and _doing_work_alone(logging[0]):
+        # only one rank logs progress (the others went quiet after their start-up lines, by
+        # design); it was last seen starting work of its own (evaluation, a checkpoint)
+        return logging[0]
     timed = [stream for stream in streams if stream.last_time is not None]
     if len(timed) < 2:
         return None
@@ -172,6 +208,15 @@ def _behind(streams: list[StreamActivity]) -> StreamActivity | None:
     earliest, rest = ordered[0], ordered[1:]
     spread = rest[-1].last_time - rest[0].last_time
     return earliest if rest[0].last_time - earliest.last_time > max(60.0, 2 * spread) else None
+
+
+RANK_ALONE_WORK = ("evaluat", "validat", "saving", "checkpoint", "download", "predict", "tokeniz", "preprocess",
+                   "loading", "uploading", "writing", "syncing")
+
+
+def _doing_work_alone(stream: StreamActivity) -> bool:
+    text = stream.last.text.lower() if stream.last else ""
+    return any(word in text for word in RANK_ALONE_WORK)
 
 
 def activity_match(stream: StreamActivity, failure_id: str, line=None) -> Match:

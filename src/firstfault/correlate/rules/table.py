@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..facts import Facts
 from . import Decision, Stage, run_stage
 from .action import action_from_entry
-from .consequences import consequences
+from .consequences import consequences, crash_took_down_peers
 from .host import host_of_rank, needs_host, only_host
 from .hang import (all_timed_out, alone_in_barrier, different_collectives, late_arrival, never_joined,
                    sequence_behind, stacks_differ)
@@ -12,7 +12,7 @@ from .outcome import failed_unexplained, nothing_failed, survived_errors
 from .primary import earliest_root, specific_symptom, strongest_symptom
 from .progress import hang_unattributed, hung, outlived_by_progress, silent_first, stop_after_fault, stop_ended_hang
 from .rank import launcher_first, needs_rank, odd_one_out, only_process, rank_from_bus, rank_from_pid, same_fault_nearby
-from .teardown import after_first_timeout, after_launcher_report, explained_by_another
+from .teardown import after_first_timeout, after_launcher_report, explained_by_another, loopback_across_hosts
 
 
 def _undecided(facts: Facts, decision: Decision) -> bool:
@@ -25,8 +25,8 @@ def _failure(facts: Facts, decision: Decision) -> bool:
 
 STAGES: tuple[Stage, ...] = (
     Stage("healthy", (survived_errors,), first_only=True),
-    Stage("filter", (after_first_timeout, after_launcher_report, outlived_by_progress, stop_after_fault, stop_ended_hang,
-                     explained_by_another),
+    Stage("filter", (loopback_across_hosts, after_first_timeout, after_launcher_report, outlived_by_progress,
+                     stop_after_fault, stop_ended_hang, explained_by_another),
           when=_undecided),
     Stage("primary", (specific_symptom, earliest_root, strongest_symptom), first_only=True, when=_undecided),
     Stage("hang", (sequence_behind, different_collectives, stacks_differ, alone_in_barrier, late_arrival, never_joined, silent_first,
@@ -36,7 +36,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("rank", (rank_from_pid, rank_from_bus, same_fault_nearby, only_process, launcher_first),
           first_only=True, when=needs_rank),
     Stage("host", (host_of_rank, only_host), first_only=True, when=needs_host),
-    Stage("consequences", (consequences,), when=_failure),
+    Stage("consequences", (consequences, crash_took_down_peers), when=_failure),
     Stage("action", (action_from_entry,), when=_failure),
 )
 

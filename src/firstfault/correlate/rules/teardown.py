@@ -4,9 +4,11 @@ from __future__ import annotations
 from ...model import Match
 from ..events import time_key
 from ..facts import Facts
+from ..ids import ABORT_SIGNATURES
 from . import Decision, rule
 
 CONSEQUENCE_SLACK_SECONDS = 1.0  # clocks of different hosts; times carried forward from earlier lines
+WHAT_LINES = 3  # an exception's what() text follows `terminate called after throwing` within this many lines
 LAUNCHER_SLACK_SECONDS = 0.2  # the launcher's report has its own exact time; only host clocks differ
 
 
@@ -17,31 +19,48 @@ def not_after(boundary: tuple | None, match: Match, slack: float = CONSEQUENCE_S
     return time_key(match)[0] <= boundary[0] + slack
 
 
-def _narrowed(decision: Decision, boundary: tuple, slack: float) -> tuple[tuple, tuple]:
-    roots = tuple(incident for incident in decision.roots if not_after(boundary, incident.first, slack))
-    symptoms = tuple(match for match in decision.symptoms if not_after(boundary, match, slack))
+def _narrowed(decision: Decision, boundary: tuple | None, slack: float, own_timeouts: dict | None = None) -> tuple[tuple, tuple]:
+    own_timeouts = own_timeouts or {}
+
+    def keep(match: Match) -> bool:
+        origin = match.line.origin
+        own = own_timeouts.get((origin.source, origin.rank))
+        return not_after(boundary, match, slack) and (own is None or origin.line <= own)
+
+    roots = tuple(incident for incident in decision.roots if keep(incident.first))
+    symptoms = tuple(match for match in decision.symptoms if keep(match))
     return roots, symptoms
 
 
-def _dropped(decision: Decision, roots: tuple, symptoms: tuple) -> int:
-    return len(decision.roots) - len(roots) + len(decision.symptoms) - len(symptoms)
+def _dropping(decision: Decision, roots: tuple, symptoms: tuple, boundary: Match, rule_id: str, why: str) -> Decision | None:
+    """The decision without the errors past a boundary, or None when none were."""
+    dropped = len(decision.roots) - len(roots) + len(decision.symptoms) - len(symptoms)
+    if not dropped:
+        return None
+    return decision.with_because(rule_id, f"{dropped} error(s) {why}", [boundary], roots=roots, symptoms=symptoms)
 
 
 @rule("teardown-after-first-timeout")
 def after_first_timeout(facts: Facts, decision: Decision) -> Decision | None:
     """Errors that begin after the first collective timeout are its consequences."""
-    timeouts = [match for match in facts.timeouts if match.line.origin.time is not None]
-    if not timeouts:
+    if not facts.timeouts:
         return None
-    first = min(timeouts, key=time_key)
-    roots, symptoms = _narrowed(decision, time_key(first), CONSEQUENCE_SLACK_SECONDS)
-    dropped = _dropped(decision, roots, symptoms)
-    if not dropped:
-        return None
-    return decision.with_because(
-        "teardown-after-first-timeout",
-        f"{dropped} error(s) began after the first collective timeout (rank {first.line.origin.rank}): they are its consequences",
-        [first], roots=roots, symptoms=symptoms)
+    timed = [match for match in facts.timeouts if match.line.origin.time is not None]
+    first = min(timed, key=time_key) if timed else facts.timeouts[0]
+    # a process's own errors after its own timeout (the watchdog's abort) are its teardown, timed or not
+    own: dict = {}
+    for match in facts.timeouts:
+        key = (match.line.origin.source, match.line.origin.rank)
+        own[key] = min(own.get(key, match.line.origin.line), match.line.origin.line)
+    roots, symptoms = _narrowed(decision, time_key(first) if timed else None, CONSEQUENCE_SLACK_SECONDS, own)
+    # an abort whose reason, printed on the next lines (`what(): ... Watchdog caught collective
+    # operation timeout`), is a timeout: the watchdog ending that process
+    reasons = {(m.line.origin.source, m.line.origin.line) for m in facts.collateral}
+    symptoms = tuple(match for match in symptoms if not any(
+        (match.line.origin.source, match.line.origin.line + step) in reasons for step in range(1, WHAT_LINES + 1))
+        and not (match.signature.key in ABORT_SIGNATURES and not _clearly_before(match, first)))
+    return _dropping(decision, roots, symptoms, first, "teardown-after-first-timeout",
+                     f"began after the first collective timeout (rank {first.line.origin.rank}): they are its consequences")
 
 
 @rule("teardown-after-launcher-report")
@@ -54,13 +73,8 @@ def after_launcher_report(facts: Facts, decision: Decision) -> Decision | None:
     roots, symptoms = _narrowed(decision, time_key(first), LAUNCHER_SLACK_SECONDS)
     if not roots:
         return None  # nothing came before the report: the report is all there is to go on
-    dropped = _dropped(decision, roots, symptoms)
-    if not dropped:
-        return None
-    return decision.with_because(
-        "teardown-after-launcher-report",
-        f"{dropped} error(s) came after the launcher reported a worker failing: they are teardown",
-        [first], roots=roots, symptoms=symptoms)
+    return _dropping(decision, roots, symptoms, first, "teardown-after-launcher-report",
+                     "came after the launcher reported a worker failing: they are teardown")
 
 
 EXPLAINED_SLACK_SECONDS = 5.0  # host clocks differ; a cause logged a little after its effect still explains it
@@ -94,3 +108,35 @@ def explained_by_another(facts: Facts, decision: Decision) -> Decision | None:
         f"(e.g. {example.entry_id} is explained by {cause.failure_id})", [cause.first, example],
         roots=tuple(i for i in decision.roots if i not in explained),
         symptoms=tuple(m for m in decision.symptoms if m not in explained_symptoms))
+
+
+def _clearly_before(match: Match, boundary: Match) -> bool:
+    origin, other = match.line.origin, boundary.line.origin
+    return (origin.time is not None and other.time is not None and not origin.time_inherited
+            and origin.time < other.time - CONSEQUENCE_SLACK_SECONDS)
+
+
+LOOPBACK_WEIGHT = 0.75  # as specific as a named interface error: it explains every connect failure after it
+
+
+@rule("loopback-across-hosts")
+def loopback_across_hosts(facts: Facts, decision: Decision) -> Decision | None:
+    """NCCL on the loopback interface is right on one host; in a job over several hosts the
+    peers cannot reach the address it advertises."""
+    from dataclasses import replace as _replace
+
+    from ...match.context import NCCL_LOOPBACK
+    from ..ids import VIRTUAL_INTERFACE
+
+    hosts = set(facts.inputs.hosts) | set(facts.hosts.named)
+    loopbacks = [m for m in facts.matches if m.signature.name == NCCL_LOOPBACK]
+    if len(hosts) < 2 or not loopbacks:
+        return None
+    first = min(loopbacks, key=time_key)
+    signature = _replace(first.signature, entry_id=VIRTUAL_INTERFACE, role="symptom", weight=LOOPBACK_WEIGHT,
+                         message="NCCL on {host} uses the loopback interface ({address}) in a job over several hosts")
+    symptom = _replace(first, signature=signature)
+    return decision.with_because(
+        "loopback-across-hosts",
+        f"NCCL uses the loopback interface ({first.captures.get('address')}) while the job runs on {len(hosts)} hosts: "
+        "peers on other hosts cannot reach it", [first], symptoms=decision.symptoms + (symptom,))
