@@ -5,10 +5,9 @@
 One task per job (never per file), submitted through a bounded window so a fleet of a million
 jobs does not sit in memory as futures; rows are written as tasks finish. Tasks go to the
 scheduler a window at a time (`client.map`) and finished results come back in batches (one
-gather for all the tasks done since the last), which keeps the client's share of a 2-core
-machine small. Jobs whose stamp (file
-sizes and modification times) is already in the table are not diagnosed again unless
-`rescan=True`; when nothing changed, no cluster is started at all.
+gather for all the tasks done since the last). Jobs whose stamp (file sizes and modification
+times) is already in the table are not diagnosed again unless `rescan=True`; when nothing
+changed, no cluster is started at all.
 """
 from __future__ import annotations
 
