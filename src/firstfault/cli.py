@@ -29,6 +29,7 @@ COMMAND_MODULES = {
     "lab": ("lab",),
     "serve": ("serve",),
     "live": ("watch", "run"),
+    "fleet": ("fleet",),
     "lsp": ("lsp",),
     "completion": ("completion",),
 }

@@ -77,7 +77,7 @@ def templates_environment() -> Environment:
 def create_app(db_path: str | Path | None = None, history: bool = True, limits: Limits | None = None,
                kb=None, allowed_hosts: tuple[str, ...] | None = None) -> FastAPI:
     """The app. `db_path` None means the default file in the user's data dir; `history=False` stores nothing."""
-    from . import api, pages_diagnose, pages_encyclopedia, pages_history
+    from . import api, pages_diagnose, pages_encyclopedia, pages_fleet, pages_history
 
     limits = limits or Limits()
     app = FastAPI(
@@ -121,7 +121,7 @@ def create_app(db_path: str | Path | None = None, history: bool = True, limits: 
         return error_response(InputRejected(exc.status_code, code, message), wants_html(request), app.state.templates)
 
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    for module in (pages_diagnose, pages_encyclopedia, pages_history, api):
+    for module in (pages_diagnose, pages_encyclopedia, pages_history, pages_fleet, api):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=limits.max_request_bytes)
     app.add_middleware(Guard, allowed_hosts=allowed_hosts, templates=app.state.templates, limits=limits)

@@ -1,0 +1,87 @@
+"""`firstfault fleet ...` as a user runs it: the commands in a subprocess, stdout for results,
+stderr for progress and problems, exit status 0 / 1 / 2, one line and a hint on errors."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+FIRSTFAULT = [sys.executable, "-m", "firstfault.cli"]
+
+
+def run(*arguments: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(FIRSTFAULT + list(arguments), capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("demo")
+    made = run("fleet", "demo", str(folder / "fleet"), "--jobs", "40", "--hosts", "10", "--bad-hosts", "1", "--seed", "4")
+    assert made.returncode == 0, made.stderr
+    assert "planted bad hosts: " in made.stdout and "next: firstfault fleet scan" in made.stdout
+    return folder
+
+
+@pytest.fixture(scope="module")
+def scanned_demo(demo):
+    table = str(demo / "fleet.parquet")
+    scan = run("fleet", "scan", str(demo / "fleet" / "jobs"), "--out", table, "--workers", "1")
+    return demo, table, scan
+
+
+def test_quick_start_scan_then_report(scanned_demo):
+    demo, table, scan = scanned_demo
+    assert scan.returncode == 0, scan.stderr
+    assert scan.stdout.startswith("40 jobs: 40 diagnosed, 0 unchanged") and "Traceback" not in scan.stderr
+    report = run("fleet", "report", table, "--format", "json")
+    truth = json.loads((demo / "fleet" / "truth.json").read_text())
+    document = json.loads(report.stdout)
+    assert report.returncode == (1 if document["suspect_hosts"] else 0)
+    assert {entry["host"] for entry in document["suspect_hosts"]} <= set(truth["bad_hosts"])
+    assert document["jobs"]["total"] == 40
+    terminal = run("fleet", "report", table)
+    assert terminal.stdout.startswith(f"Fleet report: {table}") and "Failures by class" in terminal.stdout
+    again = run("fleet", "scan", str(demo / "fleet" / "jobs"), "--out", table, "--format", "json", "-q")
+    summary = json.loads(again.stdout)
+    assert again.returncode == 0 and (summary["found"], summary["diagnosed"], summary["unchanged"]) == (40, 0, 40)
+    assert again.stderr == ""
+    markdown = run("fleet", "report", table, "--format", "markdown", "-o", str(demo / "report.md"))
+    assert markdown.stdout == "" and (demo / "report.md").read_text().startswith(f"# Fleet report: `{table}`")
+
+
+def test_sql_on_the_table(scanned_demo):
+    _, table, _ = scanned_demo
+    counted = run("fleet", "sql", "SELECT count(*) AS jobs FROM jobs", "--table", table, "--format", "json")
+    assert counted.returncode == 0 and json.loads(counted.stdout) == [{"jobs": 40}]
+    plain = run("fleet", "sql", "SELECT status, count(*) FROM jobs GROUP BY 1 ORDER BY 1", "--table", table)
+    assert plain.stdout.splitlines()[0].split() == ["status", "count_star()"] and plain.stdout.rstrip().endswith("rows)")
+    markdown = run("fleet", "sql", "SELECT status FROM jobs LIMIT 1", "--table", table, "--format", "markdown")
+    assert markdown.stdout.splitlines()[:2] == ["| status |", "| --- |"]
+    bad = run("fleet", "sql", "SELECT nope FROM jobs", "--table", table)
+    assert bad.returncode == 2 and bad.stderr.startswith("firstfault: error: query failed: ") and "hint: " in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("arguments,message", [
+    (("fleet", "scan", "/nonexistent/jobs", "--out", "{tmp}/t.parquet", "--workers", "1"), "no jobs found"),
+    (("fleet", "report", "{tmp}/missing.parquet"), "no fleet table at"),
+    (("fleet", "sql", "SELECT 1", "--table", "{tmp}/missing.parquet"), "no fleet table at"),
+    (("fleet", "scan", "{tmp}", "--out", "{tmp}/file.txt", "--workers", "1"), "is a file"),
+])
+def test_errors_are_one_line_and_a_hint(tmp_path, arguments, message):
+    (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "job-1").mkdir()
+    result = run(*(argument.format(tmp=tmp_path) for argument in arguments))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("firstfault: error: ") and message in lines[0], result.stderr
+    assert lines[-1].startswith("hint: ") and "Traceback" not in result.stderr
+
+
+def test_the_fleet_command_lists_its_subcommands():
+    result = run("fleet", "--help")
+    assert result.returncode == 0
+    for name in ("scan", "report", "sql", "demo", "serve"):
+        assert name in result.stdout
