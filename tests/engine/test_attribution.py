@@ -119,3 +119,12 @@ def test_progress_bar_carriage_returns_do_not_shift_line_numbers(tmp_path):
     diagnosis = diagnose_paths([str(tmp_path)])
     grep_line = text.split("\n").index(ASSERT) + 1  # what `grep -n` prints
     assert diagnosis.initiating.line == grep_line == 4
+
+
+def test_an_nccl_warn_line_with_its_source_location_names_host_and_local_rank():
+    from firstfault.ingest.attribution import parse_prefix
+
+    prefix = parse_prefix("gpu-b02:45571:45651 [3] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer")
+    assert (prefix.host, prefix.local_rank) == ("gpu-b02", 3)
+    inside = parse_prefix("[default1]:gpu-a01:45571:45651 [1] NCCL WARN NET/IB : Got async event : port error")
+    assert inside.local_rank == 1 and inside.outer_host is None  # the same stream as its [default1] lines

@@ -433,3 +433,12 @@ def test_rules_command_lists_every_rule_in_order():
 
     listed = [line.split()[1] for line in run_cli("rules").stdout.decode().splitlines()]
     assert listed == [item.id for _stage, item in all_rules()]
+
+
+def test_explained_by_another_a_symptom_can_explain_a_root():
+    relations = Relations(explains={"nccl-ib-async-error": frozenset({"nccl-ib-timeout"})})
+    port = hit("nccl-ib-async-error", 3, rank=0, role="symptom", weight=0.85, time=100.0, text="Got async event : port error")
+    completion = hit("nccl-ib-timeout", 4, rank=0, weight=0.9, time=100.0, text="Got completion ... error 12")
+    built = build_facts([port, completion], InputSummary(ranks=(0,)), False, None, None, relations)
+    decided = rule("explained-by-another").apply(built, start(built))
+    assert decided.roots == () and [m.entry_id for m in decided.symptoms] == ["nccl-ib-async-error"]

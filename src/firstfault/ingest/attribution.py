@@ -22,7 +22,8 @@ _MPI = re.compile(r"\[(?:\d{1,6},)?(\d{1,6})\]<std(?:out|err)>:")
 _LOCAL = re.compile(r"\[([A-Za-z_][A-Za-z_-]*?)(\d{1,4})\]:")
 # Ray / vLLM process prefixes: `(RayTrainWorker pid=12, ip=10.0.0.5)`, `(VllmWorker TP1 pid=3523)`
 _RAY = re.compile(r"\((?:[A-Za-z_][\w.]*,? )?(?:(?:TP|PP|DP|EP|rank)[ =]?(?P<index>\d{1,4}),? )?pid=\d+(?:, ip=(?P<ip>[\d.]+))?\)\s?")
-_NCCL = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d{1,3})\] NCCL ")
+# NCCL's own prefix; WARN lines put the source location before `NCCL` (`[0] net_ib.cc:1296 NCCL WARN`)
+_NCCL = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d{1,3})\] (?:[\w./-]{1,80}:\d{1,6} )?NCCL ")
 _SYSLOG_HOST = re.compile(
     r"(?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-][\d:]+)?) (\S+) (?:kernel|slurmd|slurmstepd|systemd)")
 _RANK_IN_TEXT = re.compile(r"\b(?:on |global )?[Rr]ank[ =:]\s?(\d{1,6})\b|\[rank(\d{1,6})\]")
@@ -53,6 +54,7 @@ class LinePrefix:
     task: int | None = None
     offset: int = 0
     rank_from_task: bool = False  # the rank is the srun task label (no rank prefix of its own)
+    outer_host: str | None = None  # a host named by an outer prefix (pdsh, Ray), not by NCCL's own
 
 
 PREFIX_WINDOW = 256  # prefixes live at the start; bounding the text keeps the regexes linear
@@ -93,6 +95,7 @@ def parse_prefix(line: str) -> LinePrefix:
             position = match.end()
             continue
         break
+    outer_host = host
     match = _NCCL.match(line, position)
     if match:
         host = host or match.group(1)
@@ -104,8 +107,9 @@ def parse_prefix(line: str) -> LinePrefix:
     if rank is None and local_rank is None and task is not None:
         # srun --label prints the task id: the global rank when srun starts one task per rank; with
         # a local-rank prefix inside it, srun started one launcher per node and the task is the node
-        return LinePrefix(rank=task, local_rank=None, host=host, task=task, offset=position, rank_from_task=True)
-    return LinePrefix(rank=rank, local_rank=local_rank, host=host, task=task, offset=position)
+        return LinePrefix(rank=task, local_rank=None, host=host, task=task, offset=position, rank_from_task=True,
+                          outer_host=outer_host)
+    return LinePrefix(rank=rank, local_rank=local_rank, host=host, task=task, offset=position, outer_host=outer_host)
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ _TASK_WRAPS = re.compile(rb"\n\s{0,3}(\d{1,5}): \[([A-Za-z_-]*?)(\d{1,6})\]:")
 _PID_RANK_CENSUS = re.compile(rb"\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:, ip=[\d.]{7,15})?\) \[[Rr]ank ?(\d{1,6})\]")
 _MPI_CENSUS = re.compile(rb"\n\[(?:\d{1,6},)?(\d{1,6})\]<std(?:out|err)>:")
 _NCCL_LINE = re.compile(
-    rb"\n(?:\s{0,3}\d{1,5}: )?(?:\[[^\]\n]{1,40}\]:)*(?:[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]{0,63}):(\d+):\d+ \[(\d{1,3})\] NCCL ")
-_NCCL_LOCAL = re.compile(rb"\[(\d{1,2})\] NCCL ")
+    rb"\n(?:\s{0,3}\d{1,5}: )?(?:\[[^\]\n]{1,40}\]:)*(?:[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]{0,63}):(\d+):\d+ \[(\d{1,3})\] (?:[\w./-]{1,80}:\d{1,6} )?NCCL ")
+_NCCL_LOCAL = re.compile(rb"\[(\d{1,2})\] (?:[\w./-]{1,80}:\d{1,6} )?NCCL ")
 NCCL_LOCALS = 32  # local ranks 0-31 name their host in NCCL lines (no node has more GPUs)
 
 
@@ -428,7 +428,9 @@ def _stream_of(prefix) -> tuple | None:
         return None
     # torchrun writes `[default2]:` on every line and `[rank2]:` only on some: the local rank
     # is the stream when present
-    return (prefix.host, prefix.local_rank if prefix.local_rank is not None else prefix.rank)
+    # the host of an outer prefix (pdsh) tells nodes apart; NCCL's own host prefix names the same
+    # rank's host on some of its lines only, so it must not make those lines another stream
+    return (prefix.outer_host, prefix.local_rank if prefix.local_rank is not None else prefix.rank)
 
 
 def _display_text(line: str) -> str:

@@ -91,21 +91,24 @@ def _clearly_after(cause, effect) -> bool:
 def explained_by_another(facts: Facts, decision: Decision) -> Decision | None:
     """An error that another error of the run explains (an Xid 79 explains the CUDA errors of the
     process on that GPU) is its consequence, unless it clearly came first."""
-    causes = list(decision.roots)
-    explained = [incident for incident in decision.roots
-                 if any(cause is not incident and facts.relations.explained_by(cause.failure_id, incident.failure_id)
-                        and not _clearly_after(cause.first, incident.first) for cause in causes)]
-    explained_symptoms = [match for match in decision.symptoms
-                          if any(facts.relations.explained_by(cause.failure_id, match.entry_id)
-                                 and not _clearly_after(cause.first, match) for cause in causes)]
+    # causes: every root incident and symptom (an IB port error explains the completion errors after it)
+    causes = [(incident.failure_id, incident.first) for incident in decision.roots]
+    causes += [(match.entry_id, match) for match in decision.symptoms]
+
+    def explained_by(effect_id: str, effect) -> tuple | None:
+        return next(((cause_id, first) for cause_id, first in causes if first is not effect
+                     and facts.relations.explained_by(cause_id, effect_id) and not _clearly_after(first, effect)), None)
+
+    explained = [incident for incident in decision.roots if explained_by(incident.failure_id, incident.first)]
+    explained_symptoms = [match for match in decision.symptoms if explained_by(match.entry_id, match)]
     if not explained and not explained_symptoms:
         return None
     example = (explained[0].first if explained else explained_symptoms[0])
-    cause = next(c for c in causes if facts.relations.explained_by(c.failure_id, example.entry_id))
+    cause_id, cause_first = explained_by(example.entry_id, example)
     return decision.with_because(
         "explained-by-another",
         f"{len(explained) + len(explained_symptoms)} error(s) are consequences of another one "
-        f"(e.g. {example.entry_id} is explained by {cause.failure_id})", [cause.first, example],
+        f"(e.g. {example.entry_id} is explained by {cause_id})", [cause_first, example],
         roots=tuple(i for i in decision.roots if i not in explained),
         symptoms=tuple(m for m in decision.symptoms if m not in explained_symptoms))
 
