@@ -17,6 +17,7 @@ import os
 import sys
 
 from .options import FORMATS, add_output_options, use_color
+from .serve import add_server_options
 
 DEFAULT_TABLE = "fleet.parquet"
 
@@ -67,8 +68,7 @@ def register(subparsers) -> None:
 
     serve = commands.add_parser("serve", help="the web app with the /fleet page on this table")
     serve.add_argument("table", nargs="?", default=DEFAULT_TABLE, metavar="TABLE", help=f"the table (default: {DEFAULT_TABLE})")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    add_server_options(serve)
     serve.set_defaults(func=run_serve)
     fleet.set_defaults(func=lambda args: _usage(fleet))
 
@@ -174,8 +174,6 @@ def run_demo(args) -> int:
 
 
 def run_serve(args) -> int:
-    import argparse
-
     from ..errors import UsageError
     from ..fleet.table import TABLE_VARIABLE, parts
     from .serve import run_serve as serve_web
@@ -184,4 +182,4 @@ def run_serve(args) -> int:
         raise UsageError(f"no fleet table at {args.table}", f"make one first: firstfault fleet scan JOBS_ROOT --out {args.table}")
     os.environ[TABLE_VARIABLE] = os.path.abspath(args.table)
     print(f"firstfault: the fleet page is http://{args.host}:{args.port}/fleet", file=sys.stderr)
-    return serve_web(argparse.Namespace(host=args.host, port=args.port, db=None, no_history=False))
+    return serve_web(args)

@@ -15,13 +15,18 @@ def register(subparsers) -> None:
         description="Serve the web interface: diagnose pasted or uploaded logs, browse the encyclopedia, "
         "keep a history of masked diagnoses. There is no authentication: keep it on 127.0.0.1.",
     )
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
-    serve.add_argument("--db", metavar="PATH", help="history database file (default: history.sqlite3 in the user data directory)")
-    serve.add_argument("--no-history", action="store_true", help="keep no history of diagnoses")
-    serve.add_argument("--client-timeout", type=float, default=None, metavar="SECONDS",
-                       help="close a connection whose request head, or body, stops arriving for this long (default: 10)")
+    add_server_options(serve)
     serve.set_defaults(func=run_serve)
+
+
+def add_server_options(parser) -> None:
+    """The options of every command that starts the web server (`serve`, `fleet serve`)."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    parser.add_argument("--db", metavar="PATH", help="history database file (default: history.sqlite3 in the user data directory)")
+    parser.add_argument("--no-history", action="store_true", help="keep no history of diagnoses")
+    parser.add_argument("--client-timeout", type=float, default=None, metavar="SECONDS",
+                        help="close a connection whose request head, or body, stops arriving for this long (default: 10)")
 
 
 def is_loopback(host: str) -> bool:
