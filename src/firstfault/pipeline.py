@@ -19,7 +19,8 @@ from .correlate.relations import relations_of
 from .ingest.error_records import error_record_input
 from .correlate.ids import PEER_CRASH
 from .correlate.hosts import job_hosts
-from .correlate.ranks import hosts_seen, local_world_size, pid_ranks, ranks_seen, resolve, stream_activity
+from .correlate.ranks import (hosts_seen, local_world_size, pid_ranks, ranks_seen, resolve, stream_activity,
+                              with_pod_node_ranks)
 from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
 from .kb import load_knowledge_base
@@ -107,7 +108,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     if not read:
         reasons = mask_secrets("; ".join(f"{item.source}: {item.reason}" for item in all_skipped))
         raise InputError(f"no readable input ({reasons})", "check the paths; binary or empty files are skipped")
-    matches = resolve(read)
+    matches = resolve(with_pod_node_ranks(read))
     stack = detect_stack(read, matches)
     matches = [match for match in matches if not is_stack_cue(match)]  # they say what ran, not who failed
     summary = InputSummary(

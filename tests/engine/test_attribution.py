@@ -42,6 +42,11 @@ def test_line_prefixes(line, rank, local, host):
     ("dgx-a100-18/dmesg.txt", None, None, None, "dgx-a100-18"),
     ("dmesg-gpu-node-12.txt", None, None, None, "gpu-node-12"),
     ("train.log", None, None, None, None),
+    # Kubeflow pods: the pod name is the host; worker-N is not rank N (the node rank needs the master)
+    ("train-bert-worker-1.log", None, None, None, "train-bert-worker-1"),
+    ("logs/llm-sft-master-0/stdout.log", None, None, None, "llm-sft-master-0"),
+    ("kubectl-logs-pod-llm-sft-worker-3.txt", None, None, None, "llm-sft-worker-3"),
+    ("mpi-bench-launcher-x7k2p.log", None, None, None, "mpi-bench-launcher-x7k2p"),
 ])
 def test_path_hints(path, rank, local, node, host):
     hints = hints_from_path(path)

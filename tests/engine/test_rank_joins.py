@@ -67,3 +67,72 @@ def test_a_rankless_fault_is_rank_0_only_when_nothing_shows_other_processes():
     with_peers = diagnose_texts([("train.log", oom + "\n" + teardown + "\n")])
     assert with_peers.primary.failure_id == "cuda-oom"
     assert with_peers.initiating.rank is None
+
+
+# --- launchers that say which ranks a node runs, and pods named for their node ---------------------
+
+def _torchrun_failure(local: int, pid: int) -> str:
+    return (f"ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: {local} "
+            f"(pid: {pid}) of binary: /usr/bin/python3\n")
+
+
+def test_kubeflow_pod_files_give_node_rank_and_host(tmp_path):
+    """PyTorchJob: master-0 is node 0, worker-N node N+1; the pod name is the host. Two workers per pod."""
+    nproc = "  nproc_per_node   : 2\n"
+    _write(tmp_path / "resnet-master-0.log", nproc + "epoch 2 step 300 loss 0.91\n")
+    _write(tmp_path / "resnet-worker-0.log", nproc + "epoch 2 step 300 loss 0.92\n")
+    _write(tmp_path / "resnet-worker-1.log", nproc + "Traceback (most recent call last):\n"
+           '  File "train.py", line 88, in <module>\n    batch = next(it)\n'
+           "KeyError: 'pixel_values'\n" + _torchrun_failure(1, 311))
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "user-code-exception"
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (5, "resnet-worker-1")
+
+
+def test_pod_index_says_nothing_without_a_master(tmp_path):
+    """Elastic PyTorchJobs have workers only; the rendezvous orders them, not the pod names."""
+    nproc = "  nproc_per_node   : 2\n"
+    _write(tmp_path / "resnet-worker-0.log", nproc + "epoch 2 step 300 loss 0.92\n")
+    _write(tmp_path / "resnet-worker-1.log", nproc + "KeyError: 'pixel_values'\n" + _torchrun_failure(1, 311))
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.initiating.host == "resnet-worker-1"
+    assert diagnosis.initiating.rank != 3  # node 1 x 2 + 1 would be a guess
+
+
+def test_torchrun_rendezvous_result_names_the_nodes_global_ranks(tmp_path):
+    """An agent's console: its rendezvous result lists the global ranks it runs; [defaultN] is local."""
+    result = ("INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers. Result:\n"
+              "  restart_count=0\n  master_addr=10.1.0.4\n  master_port=29500\n  group_rank={node}\n"
+              "  group_world_size=2\n  local_ranks=[0, 1]\n  role_ranks={ranks}\n  global_ranks={ranks}\n"
+              "  role_world_sizes=[4, 4]\n  global_world_sizes=[4, 4]\n")
+    _write(tmp_path / "agent-a.log", result.format(node=0, ranks="[0, 1]") + "[default0]:step 10 loss 1.2\n")
+    _write(tmp_path / "agent-b.log", result.format(node=1, ranks="[2, 3]") +
+           "[default1]:Traceback (most recent call last):\n[default1]:ValueError: expected 3 channels, got 4\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.initiating.rank == 3
+
+
+def test_an_agent_running_one_worker_owns_its_unprefixed_lines(tmp_path):
+    """A pod's console with one worker: the agent's own lines (a SIGTERM it received) are that rank's."""
+    result = ("INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers. Result:\n"
+              "  group_rank={node}\n  local_ranks=[0]\n  global_ranks=[{node}]\n")
+    _write(tmp_path / "a.log", result.format(node=0) + "step 7 loss 2.0\nstep 8 loss 1.9\n")
+    _write(tmp_path / "b.log", result.format(node=1) + "step 7 loss 2.0\n"
+           "WARNING:torch.distributed.elastic.agent.server.api:Received Signals.SIGTERM death signal, shutting down workers\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "preempted-sigterm"
+    assert diagnosis.initiating.rank == 1
+
+
+def test_spawn_names_the_process_whose_traceback_it_reraises(tmp_path):
+    """torch.multiprocessing.spawn: `-- Process N terminated with the following error:` then N's traceback."""
+    _write(tmp_path / "out.log",
+           "epoch 0 step 4 loss 1.1\nTraceback (most recent call last):\n  File \"main.py\", line 9, in <module>\n"
+           "    mp.spawn(run, nprocs=4)\n"
+           "torch.multiprocessing.spawn.ProcessRaisedException: \n\n-- Process 2 terminated with the following error:\n"
+           "Traceback (most recent call last):\n  File \"main.py\", line 31, in run\n    loss = crit(out, y)\n"
+           "RuntimeError: shape '[8, 10]' is invalid for input of size 70\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "user-code-exception"
+    assert diagnosis.initiating.rank == 2
+    assert diagnosis.initiating.text.startswith("RuntimeError: shape")

@@ -1,6 +1,7 @@
 """Regenerate tests/fixtures/real/: real lab runs kept as labelled cases for engine tests without torch.
 
     .venv/bin/python tests/lab/make_fixtures.py [NAME ...]     # needs torch; one run at a time
+        (NAME: a scenario, every case of it, or one case id such as native-abort-spawn-ws2)
     .venv/bin/python tests/lab/make_fixtures.py --known-misses  # only (re)write known_miss: in case.yaml
 
 Each case is `<scenario>-<layout>-ws<N>`; an existing case folder is replaced. A case the engine
@@ -18,7 +19,7 @@ from firstfault.lab.scenarios import get
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "real"
 
-# (scenario, layout, world size, rank): different classes and all four layouts.
+# (scenario, layout, world size, rank): different classes and every layout.
 CASES = [
     ("exc-missing-key", "logdir", 3, 1),
     ("exc-two-ranks", "plain", 4, 1),
@@ -47,6 +48,10 @@ CASES = [
     ("native-illegal-instruction", "plain", 2, 1),
     ("native-fpe", "srun", 2, 1),
     ("native-fpe", "logdir", 3, 2),
+    # torch.multiprocessing.spawn: the parent reports which process died, and how
+    ("native-abort", "spawn", 2, 1),
+    ("native-segfault", "spawn", 3, 2),
+    ("exc-zero-division", "spawn", 3, 1),
     ("oom-killer", "tee", 3, 2),
     ("oom-killer", "srun", 2, 1),
     # hangs nobody timed out, ended by the scheduler's time limit
@@ -157,9 +162,9 @@ def main(args: list[str]) -> int:
     only_known_misses = "--known-misses" in args
     names = [arg for arg in args if not arg.startswith("--")]
     for name, layout, world_size, rank in CASES:
-        if names and name not in names:
-            continue
         out_dir = FIXTURES / f"{name}-{layout}-ws{world_size}"
+        if names and name not in names and out_dir.name not in names:
+            continue
         if not only_known_misses:
             shutil.rmtree(out_dir, ignore_errors=True)
             run = run_scenario(get(name), out_dir=out_dir, layout=layout, world_size=world_size, rank=rank,

@@ -1,6 +1,6 @@
 """Every lab scenario, run for real (CPU, gloo) and diagnosed; the truth comes from the injection.
 
-One run per scenario by default, spread over the five layouts and world sizes 2-4 (the scenario
+One run per scenario by default, spread over the six layouts and world sizes 2-4 (the scenario
 table's defaults plus LAYOUT_VARIANTS). FIRSTFAULT_LAB_MATRIX=1 runs every scenario in every layout it
 supports instead (slow: not for CI).
 

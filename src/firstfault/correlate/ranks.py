@@ -15,9 +15,11 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from dataclasses import replace
 
 from ..ingest.attribution import device_mentioned, is_system_log, path_names, rank_mentioned
-from ..match.context import HOST_SIGNATURES, LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC, LAUNCHER_WORLD
+from ..match.context import (HOST_SIGNATURES, LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC, LAUNCHER_RANKS,
+                             LAUNCHER_WORLD)
 from ..match.scanner import FileScan, RawHit
 from ..model import LogLine, Match, Origin
 
@@ -30,11 +32,34 @@ def local_world_size(scans: list[FileScan]) -> int | None:
     highest = [max(scan.local_ranks) for scan in scans if scan.local_ranks]
     from_dirs = [scan.hints.local_rank for scan in scans if scan.hints.local_rank is not None]
     candidates = [value + 1 for value in highest + from_dirs]
-    declared = Counter(int(hit.captures.get("nproc") or hit.captures.get("procs"))
+    declared = Counter(int(hit.captures.get("nproc") or hit.captures.get("procs") or hit.captures.get("config"))
                        for scan in scans for hit in scan.hits if hit.signature.name == LAUNCHER_NPROC)
     if declared:
         candidates.append(declared.most_common(1)[0][0])
     return max(candidates) if candidates else None
+
+
+def with_pod_node_ranks(scans: list[FileScan]) -> list[FileScan]:
+    """Kubeflow's PyTorchJob names pods `<job>-<type>-<index>` and, when the job has a master, sets
+    RANK (the node rank) to 0 on master-0 and index + 1 on worker-N (training-operator,
+    pkg/controller.v1/pytorch/envvar.go). With the master's log among the inputs, each pod file's
+    node rank follows from its name; without one (elastic jobs) the rendezvous decides the order
+    and the name says nothing."""
+    if not any(scan.hints.pod_role == "master" for scan in scans):
+        return scans
+    for scan in scans:
+        hints = scan.hints
+        if hints.node_rank is None and hints.pod_index is not None and hints.pod_role in ("master", "worker"):
+            node = 0 if hints.pod_role == "master" else hints.pod_index + 1
+            scan.hints = replace(hints, node_rank=node)
+    return scans
+
+
+def declared_ranks(scan: FileScan) -> list[int]:
+    """The global ranks a torchrun agent says its node runs (`global_ranks=[4, 5, 6, 7]` in its
+    rendezvous result), in local-rank order; the last result when the agent restarted."""
+    declared = [hit for hit in scan.hits if hit.signature.name == LAUNCHER_RANKS]
+    return [int(rank) for rank in re.findall(r"\d+", declared[-1].captures["ranks"])] if declared else []
 
 
 def _file_offset(scan: FileScan, world: int | None) -> int | None:
@@ -42,6 +67,9 @@ def _file_offset(scan: FileScan, world: int | None) -> int | None:
     offsets = Counter({global_rank - local: count for (local, global_rank), count in scan.local_to_global.items()})
     if offsets:
         return offsets.most_common(1)[0][0]
+    declared = declared_ranks(scan)
+    if declared:
+        return declared[0]  # torchrun numbers a node's workers base + local rank
     if scan.hints.node_rank is not None and world:
         return scan.hints.node_rank * world
     return None
@@ -131,6 +159,9 @@ class _FileContext:
 
     def __init__(self, scan: FileScan, world: int | None, host: str | None, several_processes: bool) -> None:
         self.scan, self.world, self.host, self.several = scan, world, host, several_processes
+        declared = declared_ranks(scan)
+        # an agent that runs one worker: every line of its console is that rank's or about it
+        self.only_rank = declared[0] if len(declared) == 1 else None
 
     def who(self, hit: RawHit, offset: int | None) -> tuple[int | None, str | None]:
         scan, prefix = self.scan, hit.prefix
@@ -147,7 +178,7 @@ class _FileContext:
         if rank is None and local is not None and offset is not None:
             rank = local + offset
         if rank is None:
-            rank = scan.hints.rank
+            rank = scan.hints.rank if scan.hints.rank is not None else self.only_rank
         if rank is None and scan.srun_tasks and not scan.tasks_are_nodes:
             task = _SRUN_TASK_ERROR.search(hit.text)
             rank = int(task.group(1)) if task else None

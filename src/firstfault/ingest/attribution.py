@@ -41,6 +41,9 @@ _FILE_RANK = (
 _RAY_WORKER_FILE = re.compile(r"(?:python-core-)?worker-[0-9a-f]+-[0-9a-f]+-(\d+)\.(?:err|out|log)$")
 _FILE_NODE = re.compile(r"(?i)^node[_-]?0*(\d{1,5})(?:[_.-]|$)")
 _HOST_COMPONENT = re.compile(r"(?i)(?:^|[_-])((?:[a-z][a-z0-9]*-)+[a-z0-9]*\d[a-z0-9]*|\d{1,3}(?:\.\d{1,3}){3})$")
+# A Kubernetes pod of a Kubeflow job (`bert-master-0`, `bert-worker-3`, MPIJob's `bert-launcher-x7k2p`):
+# its name is the hostname the processes in it see
+_KUBEFLOW_POD = re.compile(r"(?i)^((?:[a-z0-9]+-)+?(master|worker|chief|ps|evaluator|launcher)-(\d+|[a-z0-9]{5}))$")
 _HOSTLESS_WORDS = re.compile(r"(?i)^(?:logs?|outputs?|attempt_\d+|rank.*|node.*|worker.*|torchelastic|default|none_.*|run.*|job.*|slurm.*|train.*|stdout|stderr|console)$")
 
 
@@ -122,6 +125,8 @@ class PathHints:
     host: str | None = None
     launcher_attempt: int | None = None
     pid: int | None = None  # Ray worker files carry the worker's pid in their name
+    pod_role: str | None = None  # a Kubeflow pod's replica type (master, worker) and index
+    pod_index: int | None = None
 
 
 def hints_from_path(relative: str) -> PathHints:
@@ -135,11 +140,23 @@ def hints_from_path(relative: str) -> PathHints:
         local_rank = int(parts[-2])  # torchrun --log-dir: attempt_N/<local_rank>/stderr.log
     node = _FILE_NODE.match(stem)
     ray_worker = _RAY_WORKER_FILE.match(PurePath(relative).name)
+    pod = _pod_of(parts)
     return PathHints(
-        rank=rank, local_rank=local_rank, node_rank=int(node.group(1)) if node else None,
-        host=_host_from_parts(parts), launcher_attempt=attempt,
+        rank=None if pod else rank, local_rank=local_rank, node_rank=int(node.group(1)) if node else None,
+        host=pod.group(1) if pod else _host_from_parts(parts), launcher_attempt=attempt,
         pid=int(ray_worker.group(1)) if ray_worker else None,
+        pod_role=pod.group(2).lower() if pod else None,
+        pod_index=int(pod.group(3)) if pod and pod.group(3).isdigit() else None,
     )
+
+
+def _pod_of(parts: tuple[str, ...]):
+    """The Kubeflow pod a per-pod log file or folder is named for (`kubectl logs bert-worker-1 > bert-worker-1.log`)."""
+    for part in reversed(parts[-2:]):
+        match = _KUBEFLOW_POD.match(_KIND_PREFIX.sub("", part.split(".")[0]))
+        if match:
+            return match
+    return None
 
 
 def _rank_from_name(name: str) -> int | None:
@@ -152,7 +169,7 @@ def _rank_from_name(name: str) -> int | None:
     return None
 
 
-_KIND_PREFIX = re.compile(r"(?i)^(?:dmesg|syslog|kern|kernel|messages|journal(?:ctl)?(?:-k)?|ifconfig|ip-addr|nvidia-smi|show[_-]gids|ibstat|ibv[_-]devinfo)[_-]")
+_KIND_PREFIX = re.compile(r"(?i)^(?:kubectl[_-](?:describe|logs)(?:[_-]pods?)?|dmesg|syslog|kern|kernel|messages|journal(?:ctl)?(?:-k)?|ifconfig|ip-addr|nvidia-smi|show[_-]gids|ibstat|ibv[_-]devinfo)[_-]")
 
 
 def path_names(relative: str) -> list[str]:

@@ -11,7 +11,9 @@ them, bounds them in time and keeps the files. The layouts are the ways people k
 - `plain`: one process per rank started by a shell line with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT,
   its output redirected to `rank<R>.log`; no launcher, no prefixes;
 - `srun`: one task per rank as `srun --label` starts them (SLURM_PROCID/SLURM_NTASKS, no torchrun), every
-  task's lines in one `slurm-<job id>.out` prefixed `<task>: `, with srun's own reports (slurm.py).
+  task's lines in one `slurm-<job id>.out` prefixed `<task>: `, with srun's own reports (slurm.py);
+- `spawn`: one `python spawn_launch.py` that starts the ranks with `torch.multiprocessing.spawn`, every
+  line unprefixed in one `console.log`, spawn's own report of a dead process at the end.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from pathlib import Path
 
 from .slurm import SlurmJob
 
-LAYOUTS = ("tee", "logdir", "twonode", "plain", "srun")
+LAYOUTS = ("tee", "logdir", "twonode", "plain", "srun", "spawn")
+SPAWN_LAUNCHER = str(Path(__file__).with_name("spawn_launch.py"))
 
 LAYOUT_HELP = {
     "tee": "combined torchrun console (--tee 3), lines prefixed [default<local_rank>]:",
@@ -31,6 +34,7 @@ LAYOUT_HELP = {
     "twonode": "two torchrun agents as two nodes (--nnodes 2, c10d rendezvous), node<K>.log each",
     "plain": "per-rank python processes with RANK/WORLD_SIZE env, output redirected to rank<R>.log",
     "srun": "srun --label style: one task per rank (SLURM_PROCID), all lines in slurm-<job>.out prefixed '<task>: '",
+    "spawn": "torch.multiprocessing.spawn from one python process, all lines unprefixed in console.log",
 }
 
 
@@ -137,6 +141,11 @@ def plan_launch(
                           f"SLURM_NTASKS, MASTER_ADDR/MASTER_PORT exported; no torchrun); every task's lines in "
                           f"logs/{job.output_name} prefixed '<task>: '; the lab plays srun (its labelling and its "
                           f"task-exit lines, in Slurm's formats) on node {job.node}")
+    if layout == "spawn":
+        command = [python, SPAWN_LAUNCHER, str(world_size), str(port), script, *script_args]
+        return LaunchPlan(layout, [Process("agent0", command, logs_dir / "console.log")],
+                          f"python spawn_launch.py: torch.multiprocessing.spawn of {world_size} processes (RANK = "
+                          "process index, MASTER_ADDR/MASTER_PORT set), every line unprefixed in logs/console.log")
     raise ValueError(f"unknown layout {layout!r}; choose from {', '.join(LAYOUTS)}")
 
 

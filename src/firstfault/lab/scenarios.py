@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 
 from .layouts import LAYOUTS
 
+# The layouts every scenario runs in; `spawn` only where a dead process is what spawn reports
+# (its parent stops the others at once, so drivers that signal a launcher do not apply).
+COMMON_LAYOUTS = tuple(layout for layout in LAYOUTS if layout != "spawn")
+
 PEER = ("collective-timeout-peer-crash",)
 NATIVE = ("native-crash",)
 
@@ -34,7 +38,7 @@ class Scenario:
     collateral: str = "others"  # others | none | other-node
     train_args: tuple[str, ...] = ()
     env: dict = field(default_factory=dict)
-    layouts: tuple[str, ...] = LAYOUTS
+    layouts: tuple[str, ...] = COMMON_LAYOUTS
     default_layout: str = "tee"
     default_world_size: int = 2
     default_rank: int = 1
@@ -56,7 +60,7 @@ class Scenario:
 def _native(name, description, inject, notes, **extra):
     """One rank dies by a fatal signal, no traceback; the others fail in the collective it left."""
     return Scenario(name, description, "collective-timeout-peer-crash", notes, also_acceptable=NATIVE,
-                    train_args=("--inject", inject, "--scratch-dir", "{work}/scratch"), **extra)
+                    train_args=("--inject", inject, "--scratch-dir", "{work}/scratch"), layouts=LAYOUTS, **extra)
 
 
 def _stuck(name, description, train_args, notes, **extra):
@@ -67,6 +71,7 @@ def _stuck(name, description, train_args, notes, **extra):
 
 
 def _exception(name, description, inject, notes, **extra):
+    extra.setdefault("layouts", LAYOUTS)  # spawn re-raises the worker's exception in the parent
     return Scenario(name, description, "user-code-exception", notes, also_acceptable=PEER,
                     train_args=("--inject", inject) + extra.pop("train_args", ()), **extra)
 
@@ -301,7 +306,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "abort:{rank}:5",
         "At global step 5 rank {rank} called abort() (os.abort(), what a failed C assert does) and died by "
         "SIGABRT with no Python traceback. The other ranks failed in the DDP all_reduce it left.",
-        evidence="SIGABRT|Aborted", default_layout="logdir", default_world_size=2, default_rank=0),
+        evidence="SIGABRT|Aborted", default_layout="spawn", default_world_size=2, default_rank=1),
     _native(
         "native-cxx-terminate", "an uncaught C++ exception in a native shard reader (terminate, SIGABRT)",
         "cxx-terminate:{rank}:2",

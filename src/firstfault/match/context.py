@@ -23,12 +23,18 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("launcher-failed", r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)"),
     # DeepSpeed's launcher: which local rank died, and each node's rank and process count
     _context("launcher-failed-deepspeed", r"sigkill_handler\] \[.*'--local_rank=(?P<local>\d+)'.*\] exits with return code = (?P<code>-?\d+)"),
+    # torch.multiprocessing.spawn: the index of the process that died (its local rank); a SIGTERM
+    # it received is the others' teardown, not a failure
+    _context("launcher-failed-spawn", r"(?i)process (?P<local>\d+) terminated with (?:exit code (?P<code>-?\d+)|signal (?P<signal>SIG(?!TERM\b)[A-Z]+)|the following error)"),
     _context("launcher-node", r"nnodes=(?P<nnodes>\d+), num_local_procs=(?P<local_procs>\d+), node_rank=(?P<node_rank>\d+)"),
     # Which GPU (PCI bus) each rank drives, so host-level events (Xid, ECC) can name a rank:
     # NCCL init lines carry rank + busId, nvidia-smi lines carry the GPU index + bus id.
     _context("device-nccl-bus", r"\brank (?P<rank>\d+) nranks \d+ cudaDev (?P<device>\d+)(?: nvmlDev \d+)? busId (?P<bus>[0-9a-fA-F]+)"),
     _context("device-smi-bus", r"\bGPU ?(?P<device>\d{1,2})[: ][^\n]{0,40}?(?:[0-9A-Fa-f]{4,8}:)(?P<bus>[0-9A-Fa-f]{2}):[0-9A-Fa-f]{2}\.\d"),
-    _context("launcher-nproc", r"--nproc[_-]per[_-]node[= ](?P<nproc>\d{1,3})\b|\bnum_local_procs=(?P<procs>\d{1,3})\b"),
+    # (torchrun's flag, DeepSpeed's launcher, torchrun's launch-config block `nproc_per_node   : 8`)
+    _context("launcher-nproc", r"--nproc[_-]per[_-]node[= ](?P<nproc>\d{1,3})\b|\bnum_local_procs=(?P<procs>\d{1,3})\b|^\s*nproc_per_node\s+: (?P<config>\d{1,3})\s*$"),
+    # torchrun's rendezvous result (INFO): the global ranks this node's agent runs, in local-rank order
+    _context("launcher-rendezvous-ranks", r"^\s*global_ranks=\[(?P<ranks>\d+(?:, ?\d+)*)\]\s*$"),
     _context("launcher-world-info", r"WORLD INFO DICT: \{(?P<world>[^}\n]+)\}"),
     # Hosts named in the text: torchrun's failure table, Slurm, shell prompts, init lines, mpirun
     _context("host-table-row", r"\bhost\s{2,}: (?P<host>[A-Za-z0-9][\w.-]*)"),
@@ -60,10 +66,11 @@ HANG_STACK_MARKER = "hang-stack-marker"
 HOST_SIGNATURES = ("host-table-row", "host-srun-task", "host-slurm-cancel", "host-running-on", "host-prompt",
                    "host-rank-pair", "host-mpirun-rank")
 LAUNCHER_WORLD = "launcher-world-info"
+LAUNCHER_RANKS = "launcher-rendezvous-ranks"
 NCCL_LOOPBACK = "nccl-loopback-interface"
 LAUNCHER_NPROC = "launcher-nproc"
 NONFATAL = "nonfatal-exception"
-LAUNCHER_FAILED = ("launcher-failed", "launcher-failed-deepspeed")
+LAUNCHER_FAILED = ("launcher-failed", "launcher-failed-deepspeed", "launcher-failed-spawn")
 LAUNCHER_NODE = "launcher-node"
 DEVICE_BUS = ("device-nccl-bus", "device-smi-bus")
-FAILURE_SIGNATURES = ("launcher-failed", "launcher-failed-deepspeed", "failed-traceback", "failed-exit", "failed-signal", "failed-word")
+FAILURE_SIGNATURES = (*LAUNCHER_FAILED, "failed-traceback", "failed-exit", "failed-signal", "failed-word")
