@@ -136,3 +136,29 @@ def test_spawn_names_the_process_whose_traceback_it_reraises(tmp_path):
     assert diagnosis.primary.failure_id == "user-code-exception"
     assert diagnosis.initiating.rank == 2
     assert diagnosis.initiating.text.startswith("RuntimeError: shape")
+
+
+def test_srun_task_exit_report_names_the_rank_the_kernel_killed(tmp_path):
+    """srun --label, one task per rank: `task 3: Killed` is the launcher naming the rank; dmesg gives the cause."""
+    _write(tmp_path / "slurm-88121.out",
+           "".join(f"{task}: step 120 loss 0.4{task}\n" for task in range(4))
+           + "srun: error: a100-n07: task 3: Killed\n"
+           + "0: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.2.0.7]:41022\n"
+           + "srun: error: a100-n07: task 0: Exited with exit code 1\n")
+    _write(tmp_path / "dmesg-a100-n07.txt",
+           "[Mon Jun  2 04:11:09 2025] Out of memory: Killed process 771203 (python3) total-vm:80148080kB, anon-rss:61473540kB\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "host-oom-killed"
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (3, "a100-n07")
+
+
+def test_srun_reports_a_task_aborted_without_a_traceback(tmp_path):
+    """A task that died by SIGABRT printed nothing; srun's `task 2: Aborted` is all there is."""
+    _write(tmp_path / "job.out",
+           "".join(f"{task}: iter 40 loss 2.1\n" for task in range(3))
+           + "srun: error: cn-112: task 2: Aborted\n"
+           + "1: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.9.1.12]:50871\n"
+           + "srun: error: cn-112: tasks 0-1: Exited with exit code 1\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id in ("native-crash", "collective-timeout-peer-crash")
+    assert diagnosis.initiating.rank == 2

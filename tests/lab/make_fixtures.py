@@ -116,9 +116,6 @@ KNOWN_MISSES: dict[str, str] = {
     'native-abort-logdir-ws2':
         'engine finds no failure (status unknown): the rank died by SIGABRT (exit code -6) with no Python'
         ' traceback',
-    'native-abort-srun-ws3':
-        "engine finds no failure (status unknown): the rank died by SIGABRT (exit code -6, srun's "
-        "'Aborted') with no Python traceback and no host (Slurm's lines name node vm)",
     'native-bus-error-srun-ws2':
         "engine says native-crash (acceptable, host right) but no rank: srun's 'task N: Bus error' line "
         "and the task's 'N: ' label name it",
@@ -135,9 +132,6 @@ KNOWN_MISSES: dict[str, str] = {
     'native-segfault-srun-ws6':
         "engine says native-crash (acceptable, host right) but no rank: srun's 'task N: Segmentation "
         "fault' line and the task's 'N: ' label name it",
-    'oom-killer-srun-ws2':
-        "engine says host-oom-killed (right, host right) but no rank: dmesg's pid is the one task 1 "
-        "logged at start-up, and srun's 'task 1: Killed' names the rank",
     'p2p-deadlock-tee-ws2':
         "engine says collective-timeout-straggler on rank 0: ranks 0 and 1 were both in send ('Timed out "
         "waiting ... for send operation'); rank 1 took the wrong order",

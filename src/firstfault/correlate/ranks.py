@@ -167,7 +167,7 @@ class _FileContext:
         scan, prefix = self.scan, hit.prefix
         local = prefix.local_rank if prefix.local_rank is not None else scan.hints.local_rank
         rank = prefix.rank
-        if hit.signature.name in LAUNCHER_FAILED:
+        if hit.signature.name in LAUNCHER_FAILED and "local" in hit.captures:
             local = int(hit.captures["local"])  # the launcher names the local rank that failed
             if prefix.task is not None and rank == prefix.task:
                 rank = None  # the srun task around a launcher's report is its node, not a rank

@@ -26,6 +26,9 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     # torch.multiprocessing.spawn: the index of the process that died (its local rank); a SIGTERM
     # it received is the others' teardown, not a failure
     _context("launcher-failed-spawn", r"(?i)process (?P<local>\d+) terminated with (?:exit code (?P<code>-?\d+)|signal (?P<signal>SIG(?!TERM\b)[A-Z]+)|the following error)"),
+    # srun's report of a task's end (Slurm prints the exit code, or strsignal() of the signal); a
+    # task srun terminated itself ("Terminated") is the others' teardown, not a failure
+    _context("launcher-failed-srun", r"srun: error: [\w.-]+: tasks? (?P<task>\d+)(?:[-,][\d,-]*)?: (?:Exited with exit code (?P<code>\d+)|(?P<signal>Killed|Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception|Out Of Memory)\b)"),
     _context("launcher-node", r"nnodes=(?P<nnodes>\d+), num_local_procs=(?P<local_procs>\d+), node_rank=(?P<node_rank>\d+)"),
     # Which GPU (PCI bus) each rank drives, so host-level events (Xid, ECC) can name a rank:
     # NCCL init lines carry rank + busId, nvidia-smi lines carry the GPU index + bus id.
@@ -70,7 +73,7 @@ LAUNCHER_RANKS = "launcher-rendezvous-ranks"
 NCCL_LOOPBACK = "nccl-loopback-interface"
 LAUNCHER_NPROC = "launcher-nproc"
 NONFATAL = "nonfatal-exception"
-LAUNCHER_FAILED = ("launcher-failed", "launcher-failed-deepspeed", "launcher-failed-spawn")
+LAUNCHER_FAILED = ("launcher-failed", "launcher-failed-deepspeed", "launcher-failed-spawn", "launcher-failed-srun")
 LAUNCHER_NODE = "launcher-node"
 DEVICE_BUS = ("device-nccl-bus", "device-smi-bus")
 FAILURE_SIGNATURES = (*LAUNCHER_FAILED, "failed-traceback", "failed-exit", "failed-signal", "failed-word")
