@@ -162,3 +162,13 @@ def test_srun_reports_a_task_aborted_without_a_traceback(tmp_path):
     diagnosis = diagnose_paths([str(tmp_path)])
     assert diagnosis.primary.failure_id in ("native-crash", "collective-timeout-peer-crash")
     assert diagnosis.initiating.rank == 2
+
+
+def test_a_line_that_names_its_node_gives_the_host(tmp_path):
+    """Megatron's rerun check pairs rank and node in its message; no prefix or file name says the host."""
+    _write(tmp_path / "train.log",
+           " iteration     1200/  50000 | lm loss: 2.41 | grad norm: 0.88\n"
+           "[rank5]: RuntimeError: Rank 5, node h100-b12, device 5, iteration 1201: Unexpected result nan "
+           "(message='found NaN in local grad norm for bucket #0 in backward pass before data-parallel communication collective')\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (5, "h100-b12")

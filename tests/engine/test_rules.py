@@ -287,6 +287,18 @@ def test_rank_launcher_first_ignores_its_own_sigterms():
 
 # host, consequences, action ---------------------------------------------------------------------
 
+def test_host_named_on_its_line():
+    killed = hit("host-oom-killed", 5, text="2 Workers killed due to memory pressure (OOM) at node (ID: ab12, IP: 10.0.3.9)")
+    ip = context("host-ray-node-ip", 5, captures={"host": "10.0.3.9"})
+    elsewhere = context("host-running-on", 1, captures={"host": "head-node-1"})
+    built = facts([elsewhere, killed, ip])
+    assert rule("host-named-on-its-line").apply(built, _decided(killed, built)).host == "10.0.3.9"
+    other_line = facts([killed, context("host-ray-node-ip", 6, captures={"host": "10.0.3.9"})])
+    assert rule("host-named-on-its-line").apply(other_line, _decided(killed, other_line)) is None
+    loopback = facts([killed, context("host-rank-node-pair", 5, captures={"host": "localhost", "rank": "0"})])
+    assert rule("host-named-on-its-line").apply(loopback, _decided(killed, loopback)) is None
+
+
 def test_host_of_rank():
     bare = hit("cuda-oom", 10, rank=5)
     built = facts([bare], hosts=JobHosts(rank_hosts={5: "node018"}))

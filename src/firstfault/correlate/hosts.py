@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from ..match.context import HOST_SIGNATURES
+from ..match.context import HOST_PAIRS, HOST_SIGNATURES
 from ..model import Match
 
 TABLE_ROW_DISTANCE = 3  # lines between a failure table's host row and its rank row
@@ -50,7 +50,7 @@ def job_hosts(matches: list[Match], local_world: int | None) -> JobHosts:
             named[origin.host] += 1
         if name in HOST_SIGNATURES and captures.get("host"):
             named[captures["host"]] += 1
-        if name in ("host-rank-pair", "host-mpirun-rank"):
+        if name in HOST_PAIRS:
             pairs[int(captures["rank"])][captures["host"]] += 5
         elif name == "host-table-row":
             rank = table_rows.get((origin.source, origin.line))

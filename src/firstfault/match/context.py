@@ -46,6 +46,10 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("host-running-on", r"(?i)\b(?:running on (?:host |node )?|nodes?=|SLURM_(?:JOB_)?NODELIST=|SLURMD_NODENAME=|hostname[=:] ?)(?P<host>[A-Za-z][\w-]*\d[\w.-]*)(?:\s|$|,)"),
     _context("host-prompt", r"@(?P<host>[A-Za-z0-9][\w.-]*)(?::[~/][^\s]*[$#]|\s+[^\s\]]+\][$#])"),
     _context("host-rank-pair", r"\brank[=: ](?P<rank>\d{1,6})\b.*?\bhost(?:name)?[=: ] ?(?P<host>[A-Za-z0-9][\w.-]*)"),
+    # Megatron's rerun state machine: `Rank 2, node dcfai-xe9680-01, device 2, iteration 9: Unexpected result nan`
+    _context("host-rank-node-pair", r"\b[Rr]ank[=: ](?P<rank>\d{1,6}),? (?:on )?node[=: ] ?(?P<host>[A-Za-z][\w-]*\d[\w.-]*?)[,;:)]?(?:\s|$)"),
+    # Ray's raylet names the node it killed workers on: `at node (ID: 3f9a…, IP: 10.0.167.26)`
+    _context("host-ray-node-ip", r"\bat node \(ID: [0-9a-f]+, IP: (?P<host>\d{1,3}(?:\.\d{1,3}){3})\)"),
     _context("host-mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID \d+ on node (?P<host>[A-Za-z0-9][\w.-]*)"),
     # Where a process was when a hang was ended or dumped: a traceback or faulthandler frame, and
     # the markers of a stack taken from a hung process (Ctrl-C, faulthandler's dump_traceback_later)
@@ -66,8 +70,9 @@ FRAME_SIGNATURES = ("frame", "frame-backward")
 STACK_FRAME = "stack-frame"
 TRACEBACK_HEADER = "failed-traceback"
 HANG_STACK_MARKER = "hang-stack-marker"
+HOST_PAIRS = ("host-rank-pair", "host-rank-node-pair", "host-mpirun-rank")  # lines naming a rank and its host
 HOST_SIGNATURES = ("host-table-row", "host-srun-task", "host-slurm-cancel", "host-running-on", "host-prompt",
-                   "host-rank-pair", "host-mpirun-rank")
+                   "host-ray-node-ip", *HOST_PAIRS)
 LAUNCHER_WORLD = "launcher-world-info"
 LAUNCHER_RANKS = "launcher-rendezvous-ranks"
 NCCL_LOOPBACK = "nccl-loopback-interface"

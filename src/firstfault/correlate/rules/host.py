@@ -2,6 +2,7 @@
 first that applies decides). The host is what an on-call engineer acts on (drain, exclude)."""
 from __future__ import annotations
 
+from ...match.context import HOST_SIGNATURES
 from ..facts import Facts
 from . import Decision, rule
 
@@ -14,6 +15,20 @@ def needs_host(facts: Facts, decision: Decision) -> bool:
 
 def initiating_rank(decision: Decision) -> int | None:
     return decision.rank if decision.rank is not None else decision.initiating.line.origin.rank
+
+
+@rule("host-named-on-its-line")
+def named_on_its_line(facts: Facts, decision: Decision) -> Decision | None:
+    """The failing line names, in its own text, the node it happened on (Ray's `at node (ID: …,
+    IP: …)`, Megatron's `Rank 2, node X`, srun's `srun: error: X: task 3`, mpirun's `on node X`)."""
+    origin = decision.initiating.line.origin
+    for match in facts.matches:
+        where = match.line.origin
+        if (match.signature.name in HOST_SIGNATURES and where.line == origin.line and where.source == origin.source
+                and match.captures.get("host") and match.captures["host"] not in LOCAL_NAMES):
+            host = match.captures["host"]
+            return decision.with_because("host-named-on-its-line", f"the failing line itself names host {host}", host=host)
+    return None
 
 
 @rule("host-of-rank")

@@ -5,7 +5,7 @@ from ..facts import Facts
 from . import Decision, Stage, run_stage
 from .action import action_from_entry
 from .consequences import consequences, crash_took_down_peers
-from .host import host_of_rank, needs_host, only_host
+from .host import host_of_rank, named_on_its_line, needs_host, only_host
 from .hang import (all_timed_out, alone_in_barrier, different_collectives, late_arrival, never_joined,
                    sequence_behind, stacks_differ)
 from .outcome import failed_unexplained, nothing_failed, survived_errors
@@ -35,7 +35,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("initiating", (odd_one_out,), when=_failure),
     Stage("rank", (rank_from_pid, rank_from_bus, same_fault_nearby, only_process, launcher_first),
           first_only=True, when=needs_rank),
-    Stage("host", (host_of_rank, only_host), first_only=True, when=needs_host),
+    Stage("host", (named_on_its_line, host_of_rank, only_host), first_only=True, when=needs_host),
     Stage("consequences", (consequences, crash_took_down_peers), when=_failure),
     Stage("action", (action_from_entry,), when=_failure),
 )
