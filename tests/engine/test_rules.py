@@ -222,6 +222,23 @@ def test_hang_silent_first_the_rank_the_others_went_past():
     assert decided.primary == "collective-timeout-straggler" and decided.initiating.line.origin.rank == 5
 
 
+def test_hang_silent_first_the_only_logging_rank_that_went_off_to_work_alone():
+    """Only rank 0 logs steps (rank 1 is quiet by design: its last line is a start-up line rank 0
+    printed too); rank 0 was last seen starting an evaluation: rank 0 is the one the others wait for."""
+    def logging_rank(last):
+        lines = [(1, 10.0, "epoch 0: rank 0 shard has 96 samples -> 6 steps"), (2, 11.0, "epoch 0 step 3/6 loss 2.2"),
+                 (3, 12.0, "epoch 0 step 6/6 loss 2.1"), (4, 12.1, last)]
+        return StreamActivity("rank0.log", 0, None, tuple(StreamLine(*line) for line in lines), False,
+                              tuple(StreamLine(*line) for line in lines[1:3]))
+    quiet = stream(1, [(1, 10.0, "epoch 0: rank 1 shard has 96 samples -> 6 steps")])
+    hang = Decision(hang="nothing was printed for 40 min")
+    evaluating = facts([], activity=[logging_rank("rank 0: running evaluation on 2,000 held-out samples"), quiet])
+    assert rule("hang-silent-first").apply(evaluating, hang).initiating.line.origin.rank == 0
+    saved = facts([], activity=[logging_rank("checkpoint saved to ckpt/epoch0.pt"), quiet])
+    decided = rule("hang-silent-first").apply(saved, hang)
+    assert decided is None or decided.initiating.line.origin.rank != 0
+
+
 def test_hang_all_timed_out_names_no_rank():
     built = facts([timeout(5, 0), timeout(5, 1)], ranks=(0, 1))
     decided = rule("hang-all-timed-out").apply(built, start(built))

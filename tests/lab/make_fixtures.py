@@ -105,10 +105,6 @@ KNOWN_MISSES: dict[str, str] = {
         'engine says preempted-sigterm (the Slurm time-limit line) with no rank: the time limit only '
         "ended a hang; rank 1 went silent (last line 'saving checkpoint to ...', no 'checkpoint saved') "
         'while the others waited in the epoch-end barrier',
-    'hang-eval-time-limit-logdir-ws2':
-        'engine says preempted-sigterm (the Slurm time-limit line) with no rank: the time limit only '
-        "ended a hang; rank 0 went silent (last line 'evaluating epoch 0 on the held-out set') while the "
-        'others waited in the epoch-end barrier',
     'hang-eval-time-limit-srun-ws3':
         'engine says preempted-sigterm (the Slurm time-limit line) with no rank: the time limit only '
         "ended a hang; rank 0 went silent (last line 'evaluating epoch 0 on the held-out set') while the "

@@ -203,9 +203,18 @@ def ranks_seen(scans: list[FileScan], matches: list[Match]) -> list[int]:
         offset = _file_offset(scan, world)
         if offset is not None:
             ranks.update(local + offset for local in scan.local_ranks)
-        if scan.hints.local_rank is not None and scan.input.relative and (offset is not None or not scan.hints.node_rank):
-            ranks.add(scan.hints.local_rank + (offset or 0))  # a rank's own file, even if it printed no error
+        own = _own_file_rank(scan, offset)
+        if own is not None:
+            ranks.add(own)  # a rank's own file, even if it printed no error
     return sorted(ranks)
+
+
+def _own_file_rank(scan: FileScan, offset: int | None) -> int | None:
+    """The global rank of a file a launcher keeps per local rank (torchrun --log-dir's
+    attempt_N/<local_rank>/stderr.log), when its node's offset is known or there is one node."""
+    if scan.hints.local_rank is not None and scan.input.relative and (offset is not None or not scan.hints.node_rank):
+        return scan.hints.local_rank + (offset or 0)
+    return None
 
 
 def hosts_seen(scans: list[FileScan], matches: list[Match]) -> list[str]:
@@ -259,7 +268,7 @@ def stream_activity(scans: list[FileScan], matches: list[Match]) -> list:
         offset = _file_offset(scan, world)
         for stream, lines in scan.tails.items():
             if stream is None:
-                rank = scan.hints.rank
+                rank = scan.hints.rank if scan.hints.rank is not None else _own_file_rank(scan, offset)
                 if rank is None and len(scan.global_ranks) == 1:
                     rank = next(iter(scan.global_ranks))
                 if rank is None and len(file_ranks.get(scan.input.display, ())) == 1:

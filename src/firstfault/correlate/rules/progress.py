@@ -186,6 +186,12 @@ def _behind(streams: list[StreamActivity]) -> StreamActivity | None:
     """The one stream whose last message the others all printed too and then went past."""
     if len(streams) < 2:
         return None
+    logging = [stream for stream in streams if stream.progress]
+    if len(logging) == 1 and _doing_work_alone(logging[0]):
+        # only one rank logs progress (the others go quiet after their start-up lines, by design, so
+        # their last lines say nothing of where they are: the steps it logged needed them); it was
+        # last seen starting work of its own (evaluation, a checkpoint)
+        return logging[0]
     templates = {id(stream): [template(line.text) for line in stream.lines] for stream in streams}
     behind = []
     for stream in streams:
@@ -196,11 +202,6 @@ def _behind(streams: list[StreamActivity]) -> StreamActivity | None:
             behind.append(stream)
     if len(behind) == 1:
         return behind[0]
-    logging = [stream for stream in streams if stream.progress]
-    if len(logging) == 1 and _doing_work_alone(logging[0]):
-        # only one rank logs progress (the others went quiet after their start-up lines, by
-        # design); it was last seen starting work of its own (evaluation, a checkpoint)
-        return logging[0]
     timed = [stream for stream in streams if stream.last_time is not None]
     if len(timed) < 2:
         return None
@@ -214,9 +215,13 @@ RANK_ALONE_WORK = ("evaluat", "validat", "saving", "checkpoint", "download", "pr
                    "loading", "uploading", "writing", "syncing")
 
 
+RANK_ALONE_DONE = ("saved", "done", "finished", "complete", "wrote", "written", "loaded", "uploaded", "downloaded")
+
+
 def _doing_work_alone(stream: StreamActivity) -> bool:
+    """Its last line starts work of its own ("saving checkpoint to ..."), not the end of it ("checkpoint saved")."""
     text = stream.last.text.lower() if stream.last else ""
-    return any(word in text for word in RANK_ALONE_WORK)
+    return any(word in text for word in RANK_ALONE_WORK) and not any(word in text for word in RANK_ALONE_DONE)
 
 
 def activity_match(stream: StreamActivity, failure_id: str, line=None) -> Match:
