@@ -172,3 +172,15 @@ def test_a_line_that_names_its_node_gives_the_host(tmp_path):
            "(message='found NaN in local grad norm for bucket #0 in backward pass before data-parallel communication collective')\n")
     diagnosis = diagnose_paths([str(tmp_path)])
     assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (5, "h100-b12")
+
+
+def test_exit_status_128_plus_signal_is_a_native_crash_of_that_task(tmp_path):
+    """A wrapper script's python segfaulted: bash exits 139, srun reports the status, not the signal."""
+    _write(tmp_path / "slurm-5521.out",
+           "".join(f"{task}: iteration 880 | loss 3.02\n" for task in range(4))
+           + "srun: error: node-b3: task 2: Exited with exit code 139\n"
+           + "1: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.4.0.3]:23011\n"
+           + "srun: error: node-b3: tasks 0-1,3: Exited with exit code 1\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id in ("native-crash", "collective-timeout-peer-crash")
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (2, "node-b3")
