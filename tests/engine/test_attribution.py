@@ -24,6 +24,10 @@ ASSERT = "RuntimeError: CUDA error: device-side assert triggered"
     ("(VllmWorker TP1 pid=3523) ERROR x", None, 1, None),
     ("(worker1, rank=1, pid=1341842, ip=10.2.97.7) [rank13]: RuntimeError: Rank 13, node n-1", 13, 1, "10.2.97.7"),
     ("Dec  2 16:46:31 dgx-a100-18 kernel: Out of memory: Killed process 1234 (python)", None, None, "dgx-a100-18"),
+    ("[1,mpirank:3,algo-2]<stderr>:RuntimeError: x", 3, None, "algo-2"),
+    ("[1,5]<stdout>:loss 2.0", 5, None, None),
+    ("[pod/bert-worker-1/pytorch] [rank3]: RuntimeError: x", 3, None, "bert-worker-1"),
+    ("[pod/x/y]RuntimeError: x", None, None, None),
     ("Epoch1: loss 2.0", None, None, None),
     ("RuntimeError: CUDA error", None, None, None),
 ])
@@ -42,6 +46,10 @@ def test_line_prefixes(line, rank, local, host):
     ("dgx-a100-18/dmesg.txt", None, None, None, "dgx-a100-18"),
     ("dmesg-gpu-node-12.txt", None, None, None, "gpu-node-12"),
     ("train.log", None, None, None, None),
+    ("user_logs/std_log_process_03.txt", 3, None, None, None),
+    ("std_log_node_1_local_rank_2.txt", None, 2, 1, None),
+    ("logs/rank-12/stderr.log", 12, None, None, None),
+    ("preprocess_01.log", None, None, None, None),
     # Kubeflow pods: the pod name is the host; worker-N is not rank N (the node rank needs the master)
     ("train-bert-worker-1.log", None, None, None, "train-bert-worker-1"),
     ("logs/llm-sft-master-0/stdout.log", None, None, None, "llm-sft-master-0"),

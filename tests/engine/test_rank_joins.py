@@ -184,3 +184,21 @@ def test_exit_status_128_plus_signal_is_a_native_crash_of_that_task(tmp_path):
     diagnosis = diagnose_paths([str(tmp_path)])
     assert diagnosis.primary.failure_id in ("native-crash", "collective-timeout-peer-crash")
     assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (2, "node-b3")
+
+
+def test_sagemaker_mpi_prefix_names_rank_and_host(tmp_path):
+    _write(tmp_path / "algo-1-1700000000.log",
+           "".join(f"[1,mpirank:{r},algo-{1 + r // 4}]<stdout>:step 50 loss 1.9\n" for r in range(8))
+           + "[1,mpirank:6,algo-2]<stderr>:IndexError: index 50304 is out of bounds for dimension 0 with size 50257\n"
+           + "[1,mpirank:1,algo-1]<stderr>:RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.1.22]:6011\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (6, "algo-2")
+
+
+def test_kubectl_prefix_names_the_pod_as_host(tmp_path):
+    _write(tmp_path / "job.log",
+           "[pod/llm-sft-worker-0/pytorch] [rank2]: step 10 loss 2.2\n"
+           "[pod/llm-sft-worker-1/pytorch] [rank5]: KeyError: 'input_ids'\n"
+           "[pod/llm-sft-worker-0/pytorch] [rank2]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.8.3.4]:29400\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (5, "llm-sft-worker-1")

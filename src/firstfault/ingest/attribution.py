@@ -1,7 +1,8 @@
 """Who wrote a line: rank, local rank and host, from line prefixes and from file paths.
 
 Line prefixes (they nest, outermost first): `srun --label` (`3: `), Open MPI / Horovod
-(`[1,3]<stderr>:` = job, GLOBAL rank), pdsh/DeepSpeed host
+(`[1,3]<stderr>:` = job, GLOBAL rank; SageMaker's `[1,mpirank:3,algo-2]<stderr>:`), `kubectl logs
+--prefix` (`[pod/<pod>/<container>] `, the pod is the host), pdsh/DeepSpeed host
 (`node-7: `), torchrun `--tee` (`[default3]:` = role + LOCAL rank), the c10d excepthook
 (`[rank3]:` = GLOBAL rank), Ray actor prefixes (`(RayTrainWorker pid=12, ip=10.0.0.5)`), NCCL
 (`host:pid:tid [local_rank] NCCL INFO`), syslog (`Dec  2 16:46:31 host kernel:`).
@@ -17,8 +18,11 @@ from pathlib import PurePath
 _SRUN = re.compile(r"\s{0,3}(\d{1,5}): ")
 _HOST = re.compile(r"([A-Za-z][A-Za-z0-9_.-]{0,62}\d[A-Za-z0-9_.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}): ")
 _GLOBAL = re.compile(r"\[rank(\d{1,6})\]:")
-# Open MPI's --tag-output / Horovod: `[1,3]<stderr>:` (job id, rank) and older `[3]<stdout>:`
-_MPI = re.compile(r"\[(?:\d{1,6},)?(\d{1,6})\]<std(?:out|err)>:")
+# Open MPI's --tag-output / Horovod: `[1,3]<stderr>:` (job id, rank) and older `[3]<stdout>:`;
+# SageMaker's MPI jobs add the rank's word and host: `[1,mpirank:3,algo-2]<stderr>:`
+_MPI = re.compile(r"\[(?:\d{1,6},)?(?:mpirank:)?(\d{1,6})(?:,(?P<host>[A-Za-z][\w.-]{0,62}))?\]<std(?:out|err)>:")
+# `kubectl logs --prefix`: `[pod/<pod>/<container>] ` (a pod's name is its hostname)
+_KUBECTL = re.compile(r"\[pod/(?P<pod>[a-z0-9][a-z0-9.-]{0,252})/[\w.-]{1,63}\] ")
 _LOCAL = re.compile(r"\[([A-Za-z_][A-Za-z_-]*?)(\d{1,4})\]:")
 # Ray / vLLM process prefixes: `(RayTrainWorker pid=12, ip=10.0.0.5)`, `(VllmWorker TP1 pid=3523)`
 _RAY = re.compile(r"\((?:[A-Za-z_][\w.]*,? )?(?:(?:TP|PP|DP|EP|rank)[ =]?(?P<index>\d{1,4}),? )?pid=\d+(?:, ip=(?P<ip>[\d.]+))?\)\s?")
@@ -35,11 +39,14 @@ _DEVICE_IN_TEXT = re.compile(r"\(GPU (\d{1,2})[;)]|\bGPU (\d{1,2}) has a total c
 _NOT_HOSTS = re.compile(r"(?i)(?:epoch|step|iter|iteration|layer|rank|gpu|cuda|loss|node|worker|batch|e\d{4}|[iwef]\d{4})\d*")
 
 _FILE_RANK = (
-    re.compile(r"(?i)(?:^|[_.-])rank[_-]?0*(\d{1,6})(?:[_.-]|$)"),
+    re.compile(r"(?i)(?:^|[_.-])(?:rank|process)[_-]?0*(\d{1,6})(?:[_.-]|$)"),  # Azure ML: std_log_process_03.txt
     re.compile(r"(?i)^(?:worker|proc|process|task|gpu)[_-]?0*(\d{1,6})(?:[_.-]|$)"),
 )
 _RAY_WORKER_FILE = re.compile(r"(?:python-core-)?worker-[0-9a-f]+-[0-9a-f]+-(\d+)\.(?:err|out|log)$")
 _FILE_NODE = re.compile(r"(?i)^node[_-]?0*(\d{1,5})(?:[_.-]|$)")
+# a file per node and local rank: `std_log_node_1_local_rank_2.txt`, `local_rank_2.log`
+_FILE_LOCAL_RANK = re.compile(r"(?i)(?:^|[_.-])(?:node[_-]?0*(?P<node>\d{1,5})[_.-])?local[_-]?rank[_-]?0*(?P<local>\d{1,4})(?:[_.-]|$)")
+_FOLDER_RANK = re.compile(r"(?i)^rank[_-]?0*(\d{1,6})$")  # rank_3/stdout.txt
 _HOST_COMPONENT = re.compile(r"(?i)(?:^|[_-])((?:[a-z][a-z0-9]*-)+[a-z0-9]*\d[a-z0-9]*|\d{1,3}(?:\.\d{1,3}){3})$")
 # A Kubernetes pod of a Kubeflow job (`bert-master-0`, `bert-worker-3`, MPIJob's `bert-launcher-x7k2p`):
 # its name is the hostname the processes in it see
@@ -78,6 +85,12 @@ def parse_prefix(line: str) -> LinePrefix:
         match = _GLOBAL.match(line, position) or _MPI.match(line, position)
         if match:
             rank = int(match.group(1))
+            host = (match.groupdict().get("host") or host) if host is None else host
+            position = match.end()
+            continue
+        match = _KUBECTL.match(line, position)
+        if match and host is None:
+            host = match.group("pod")
             position = match.end()
             continue
         match = _LOCAL.match(line, position)
@@ -135,6 +148,13 @@ def hints_from_path(relative: str) -> PathHints:
     stem = PurePath(relative).name.split(".")[0] if parts else ""
     rank = _rank_from_name(PurePath(relative).name)
     local_rank = attempt = None
+    node_in_name = None
+    local_in_name = _FILE_LOCAL_RANK.search(stem)
+    if local_in_name:
+        rank, local_rank = None, int(local_in_name.group("local"))
+        node_in_name = int(local_in_name.group("node")) if local_in_name.group("node") else None
+    elif rank is None and len(parts) >= 2 and _FOLDER_RANK.match(parts[-2]):
+        rank = int(_FOLDER_RANK.match(parts[-2]).group(1))
     if len(parts) >= 3 and re.fullmatch(r"attempt_\d+", parts[-3]) and parts[-2].isdigit():
         attempt = int(parts[-3].split("_")[1])
         local_rank = int(parts[-2])  # torchrun --log-dir: attempt_N/<local_rank>/stderr.log
@@ -142,7 +162,8 @@ def hints_from_path(relative: str) -> PathHints:
     ray_worker = _RAY_WORKER_FILE.match(PurePath(relative).name)
     pod = _pod_of(parts)
     return PathHints(
-        rank=None if pod else rank, local_rank=local_rank, node_rank=int(node.group(1)) if node else None,
+        rank=None if pod else rank, local_rank=local_rank,
+        node_rank=int(node.group(1)) if node else node_in_name,
         host=pod.group(1) if pod else _host_from_parts(parts), launcher_attempt=attempt,
         pid=int(ray_worker.group(1)) if ray_worker else None,
         pod_role=pod.group(2).lower() if pod else None,
