@@ -2,8 +2,11 @@
 them to ranks through what other lines in the input say."""
 from __future__ import annotations
 
+import pytest
+
 from firstfault.pipeline import diagnose_paths
 
+PEER_CLOSED = "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.1.22]:6011"
 XID79 = "[Wed Mar  1 10:05:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
 
 
@@ -152,33 +155,30 @@ def test_srun_task_exit_report_names_the_rank_the_kernel_killed(tmp_path):
     assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (3, "a100-n07")
 
 
-def test_srun_reports_a_task_aborted_without_a_traceback(tmp_path):
-    """A task that died by SIGABRT printed nothing; srun's `task 2: Aborted` is all there is."""
-    _write(tmp_path / "job.out",
-           "".join(f"{task}: iter 40 loss 2.1\n" for task in range(3))
-           + "srun: error: cn-112: task 2: Aborted\n"
-           + "1: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.9.1.12]:50871\n"
-           + "srun: error: cn-112: tasks 0-1: Exited with exit code 1\n")
-    diagnosis = diagnose_paths([str(tmp_path)])
-    assert diagnosis.primary.failure_id in ("native-crash", "collective-timeout-peer-crash")
-    assert diagnosis.initiating.rank == 2
+def _started_at(folder, name: str, text: str) -> tuple:
+    """(rank, host) where the diagnosis of one log file says the failure started."""
+    _write(folder / name, text)
+    initiating = diagnose_paths([str(folder)]).initiating
+    return initiating.rank, initiating.host
 
 
 def test_a_line_that_names_its_node_gives_the_host(tmp_path):
     """Megatron's rerun check pairs rank and node in its message; no prefix or file name says the host."""
-    _write(tmp_path / "train.log",
-           " iteration     1200/  50000 | lm loss: 2.41 | grad norm: 0.88\n"
-           "[rank5]: RuntimeError: Rank 5, node h100-b12, device 5, iteration 1201: Unexpected result nan "
-           "(message='found NaN in local grad norm for bucket #0 in backward pass before data-parallel communication collective')\n")
-    diagnosis = diagnose_paths([str(tmp_path)])
-    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (5, "h100-b12")
+    assert _started_at(tmp_path, "train.log",
+                       " iteration     1200/  50000 | lm loss: 2.41 | grad norm: 0.88\n"
+                       "[rank5]: RuntimeError: Rank 5, node h100-b12, device 5, iteration 1201: Unexpected result nan "
+                       "(message='found NaN in local grad norm for bucket #0 in backward pass before data-parallel "
+                       "communication collective')\n") == (5, "h100-b12")
 
 
-def test_exit_status_128_plus_signal_is_a_native_crash_of_that_task(tmp_path):
-    """A wrapper script's python segfaulted: bash exits 139, srun reports the status, not the signal."""
+@pytest.mark.parametrize("report", [
+    "task 2: Aborted",  # died by SIGABRT, printed nothing: Slurm's strsignal() text
+    "task 2: Exited with exit code 139",  # a wrapper script's python segfaulted: bash exits 128 + 11
+])
+def test_srun_report_of_a_native_crash_names_that_task(tmp_path, report):
     _write(tmp_path / "slurm-5521.out",
            "".join(f"{task}: iteration 880 | loss 3.02\n" for task in range(4))
-           + "srun: error: node-b3: task 2: Exited with exit code 139\n"
+           + f"srun: error: node-b3: {report}\n"
            + "1: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.4.0.3]:23011\n"
            + "srun: error: node-b3: tasks 0-1,3: Exited with exit code 1\n")
     diagnosis = diagnose_paths([str(tmp_path)])
@@ -187,18 +187,14 @@ def test_exit_status_128_plus_signal_is_a_native_crash_of_that_task(tmp_path):
 
 
 def test_sagemaker_mpi_prefix_names_rank_and_host(tmp_path):
-    _write(tmp_path / "algo-1-1700000000.log",
-           "".join(f"[1,mpirank:{r},algo-{1 + r // 4}]<stdout>:step 50 loss 1.9\n" for r in range(8))
-           + "[1,mpirank:6,algo-2]<stderr>:IndexError: index 50304 is out of bounds for dimension 0 with size 50257\n"
-           + "[1,mpirank:1,algo-1]<stderr>:RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.1.22]:6011\n")
-    diagnosis = diagnose_paths([str(tmp_path)])
-    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (6, "algo-2")
+    assert _started_at(tmp_path, "algo-1-1700000000.log",
+                       "".join(f"[1,mpirank:{r},algo-{1 + r // 4}]<stdout>:step 50 loss 1.9\n" for r in range(8))
+                       + "[1,mpirank:6,algo-2]<stderr>:IndexError: index 50304 is out of bounds for dimension 0 with size 50257\n"
+                       + f"[1,mpirank:1,algo-1]<stderr>:{PEER_CLOSED}\n") == (6, "algo-2")
 
 
 def test_kubectl_prefix_names_the_pod_as_host(tmp_path):
-    _write(tmp_path / "job.log",
-           "[pod/llm-sft-worker-0/pytorch] [rank2]: step 10 loss 2.2\n"
-           "[pod/llm-sft-worker-1/pytorch] [rank5]: KeyError: 'input_ids'\n"
-           "[pod/llm-sft-worker-0/pytorch] [rank2]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.8.3.4]:29400\n")
-    diagnosis = diagnose_paths([str(tmp_path)])
-    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (5, "llm-sft-worker-1")
+    assert _started_at(tmp_path, "job.log",
+                       "[pod/llm-sft-worker-0/pytorch] [rank2]: step 10 loss 2.2\n"
+                       "[pod/llm-sft-worker-1/pytorch] [rank5]: KeyError: 'input_ids'\n"
+                       f"[pod/llm-sft-worker-0/pytorch] [rank2]: {PEER_CLOSED}\n") == (5, "llm-sft-worker-1")
