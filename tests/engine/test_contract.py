@@ -47,6 +47,22 @@ def test_unknown_failure_lists_error_lines(tmp_path):
     report = json.loads(result.stdout)
     assert report["status"] == "unknown" and report["primary"] is None
     assert "exit code 3" in report["error_lines"][0]["text"]
+    assert report["initiating"] is None  # no line names a rank
+
+
+def test_unknown_failure_still_names_the_rank_that_failed_first(tmp_path):
+    """No entry explains `trainlib.Abort`, but torchrun reported local rank 3 failing: say so."""
+    (tmp_path / "console.log").write_text(
+        "[default0]:step 5 loss 1.0\n[default3]:step 5 loss 1.0\n[default3]:Traceback (most recent call last):\n"
+        '[default3]:  File "train.py", line 9, in <module>\n[default3]:    run()\n'
+        "[default3]:trainlib.Abort: shard 17 checksum\n"
+        "E1203 10:00:00.000000 1 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) "
+        "local_rank: 3 (pid: 4242) of binary: /usr/bin/python3\n")
+    report = json.loads(run_cli("diagnose", str(tmp_path), "--format", "json").stdout)
+    assert report["status"] == "unknown" and report["primary"] is None
+    assert (report["initiating"]["rank"], report["initiating"]["line"]) == (3, 7)
+    terminal = run_cli("diagnose", str(tmp_path), "--color", "never").stdout
+    assert terminal.splitlines()[1].strip().startswith(b"started on rank 3")
 
 
 def test_terminal_and_markdown_lead_with_the_answer(assert_log_dir):

@@ -60,19 +60,12 @@ def to_contract(diagnosis: Diagnosis) -> dict:
     """The diagnosis as the JSON-ready dict the contract defines (plus documented extras)."""
     primary = None
     if diagnosis.primary is not None:
-        initiating = diagnosis.initiating
         primary = {
             "failure_id": diagnosis.primary.class_id,
             "entry_id": diagnosis.primary.failure_id,
             "confidence": round(diagnosis.primary.confidence, 3),
             "summary": diagnosis.primary.message,
-            "initiating": {
-                "rank": initiating.rank if initiating else None,
-                "host": initiating.host if initiating else None,
-                "source": initiating.source if initiating else None,
-                "line": initiating.line if initiating else None,
-                "time": iso_time(initiating.time) if initiating else None,
-            },
+            "initiating": _place(diagnosis.initiating),
             "evidence": [evidence_to_dict(item) for item in diagnosis.primary.evidence],
             "fix_values": dict(diagnosis.fix_values),
         }
@@ -104,6 +97,18 @@ def to_contract(diagnosis: Diagnosis) -> dict:
                   for item in diagnosis.stack],
         "notes": list(diagnosis.notes),
         "error_lines": [evidence_to_dict(item) for item in diagnosis.error_lines],
+        # for `unknown` (no primary): where the first failing process shows, when the logs name it
+        "initiating": _place(diagnosis.initiating) if diagnosis.primary is None and diagnosis.initiating else None,
+    }
+
+
+def _place(initiating) -> dict:
+    return {
+        "rank": initiating.rank if initiating else None,
+        "host": initiating.host if initiating else None,
+        "source": initiating.source if initiating else None,
+        "line": initiating.line if initiating else None,
+        "time": iso_time(initiating.time) if initiating else None,
     }
 
 

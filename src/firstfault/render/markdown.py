@@ -25,7 +25,8 @@ def render(diagnosis: Diagnosis, kb) -> str:
     if diagnosis.status == "healthy":
         lines.append("**Healthy**: the logs show no failure.")
     elif diagnosis.primary is None:
-        lines.append("**Unknown failure**: something failed, but no knowledge-base entry explains it.")
+        started = f" It {prose(started_line(diagnosis, names))}." if diagnosis.initiating else ""
+        lines.append("**Unknown failure**: something failed, but no knowledge-base entry explains it." + started)
         lines += ["", f"**{action_line(diagnosis)}**"]
     else:
         primary = diagnosis.primary

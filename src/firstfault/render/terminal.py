@@ -46,8 +46,9 @@ class TerminalReport:
         if diagnosis.status == "healthy":
             return [self.style("✔ healthy", "healthy") + ": the logs show no failure"]
         if diagnosis.primary is None:
+            started = ["  " + started_line(diagnosis, names)] if diagnosis.initiating else []
             return [self.style("? unknown", "unknown") + ": something failed, but no knowledge-base entry explains it",
-                    "  " + action_line(diagnosis)]
+                    *started, "  " + action_line(diagnosis)]
         primary = diagnosis.primary
         entry = entry_or_none(self.kb, primary.failure_id)
         title = entry.title if entry else primary.failure_id
