@@ -47,7 +47,7 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("host-prompt", r"@(?P<host>[A-Za-z0-9][\w.-]*)(?::[~/][^\s]*[$#]|\s+[^\s\]]+\][$#])"),
     _context("host-rank-pair", r"\brank[=: ](?P<rank>\d{1,6})\b.*?\bhost(?:name)?[=: ] ?(?P<host>[A-Za-z0-9][\w.-]*)"),
     # Megatron's rerun state machine: `Rank 2, node dcfai-xe9680-01, device 2, iteration 9: Unexpected result nan`
-    _context("host-rank-node-pair", r"\b[Rr]ank[=: ](?P<rank>\d{1,6}),? (?:on )?node[=: ] ?(?P<host>[A-Za-z][\w-]*\d[\w.-]*?)[,;:)]?(?:\s|$)"),
+    _context("host-rank-node-pair", r"(?<![Ll]ocal )(?<![Ll]ocal_)\b[Rr]ank[=: ](?P<rank>\d{1,6}),? (?:on )?node[=: ] ?(?P<host>[A-Za-z][\w-]*\d[\w.-]*?)[,;:)]?(?:\s|$)"),
     # Ray's raylet names the node it killed workers on: `at node (ID: 3f9a…, IP: 10.0.167.26)`
     _context("host-ray-node-ip", r"\bat node \(ID: [0-9a-f]+, IP: (?P<host>\d{1,3}(?:\.\d{1,3}){3})\)"),
     _context("host-mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID \d+ on node (?P<host>[A-Za-z0-9][\w.-]*)"),
