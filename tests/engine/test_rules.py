@@ -302,6 +302,16 @@ def test_rank_launcher_first_ignores_its_own_sigterms():
     assert rule("rank-launcher-first").apply(built, _decided(bare, built)).rank == 3
 
 
+def test_rank_launcher_first_names_no_rank_for_a_stop_another_agent_received():
+    stop = hit("preempted-sigterm", 12, source="node1.log", text="Received 15 death signal, shutting down workers")
+    elsewhere = context("launcher-failed", 30, rank=0, source="node0.log", captures={"code": "1", "local": "0"}, time=6.0)
+    built = facts([stop, elsewhere])
+    assert rule("rank-launcher-first").apply(built, _decided(stop, built)) is None
+    own = context("launcher-failed", 14, rank=3, source="node1.log", captures={"code": "-9", "local": "1"}, time=5.0)
+    built = facts([stop, elsewhere, own])
+    assert rule("rank-launcher-first").apply(built, _decided(stop, built)).rank == 3
+
+
 # host, consequences, action ---------------------------------------------------------------------
 
 def test_host_named_on_its_line():

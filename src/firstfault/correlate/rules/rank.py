@@ -9,6 +9,7 @@ from ...model import Match
 from ..devices import bus_of, rank_for_bus
 from ..events import time_key
 from ..facts import Facts, SIGTERM_CODES
+from ..ids import EXTERNAL_STOP
 from ..odd_one_out import odd_rank
 from . import Decision, rule
 
@@ -106,11 +107,16 @@ def only_process(facts: Facts, decision: Decision) -> Decision | None:
 
 @rule("rank-launcher-first")
 def launcher_first(facts: Facts, decision: Decision) -> Decision | None:
-    """The rank the launcher reported failing first with a real error (not its own SIGTERM)."""
+    """The rank the launcher reported failing first with a real error (not its own SIGTERM). A stop
+    from outside that one agent received is not a worker's error: other agents' reports of workers
+    that failed after it are its consequences, not its rank."""
     reports = [m for m in facts.matches if m.signature.name in LAUNCHER_FAILED
                and m.captures.get("code") not in SIGTERM_CODES and m.line.origin.rank is not None]
-    host = decision.initiating.line.origin.host
-    reports = [m for m in reports if host and m.line.origin.host == host] or reports
+    origin = decision.initiating.line.origin
+    own = [m for m in reports if m.line.origin.source == origin.source or (origin.host and m.line.origin.host == origin.host)]
+    if facts.relations.core(decision.initiating.entry_id) == EXTERNAL_STOP:
+        reports = own
+    reports = own or reports
     if not reports:
         return None
     first = min(reports, key=time_key)
