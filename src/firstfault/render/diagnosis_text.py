@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import posixpath
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from ..ingest.attribution import hints_from_path
@@ -29,15 +30,14 @@ def clip(text: str, width: int = EVIDENCE_WIDTH) -> str:
 def source_labels(files: Iterable[str]) -> dict[str, str]:
     """Each file's shortest path suffix (whole components) that no other file shares:
     `attempt_0/3/stderr.log` -> `3/stderr.log` when only the rank folder tells them apart."""
-    files = list(dict.fromkeys(files))
-    parts = {name: name.replace("\\", "/").split("/") for name in files}
+    parts = {name: tuple(name.replace("\\", "/").split("/")) for name in dict.fromkeys(files)}
+    deepest = max((len(components) for components in parts.values()), default=0)
+    # how many files end in each suffix, per suffix length: linear in the number of files
+    shared = [Counter(components[-size:] for components in parts.values()) for size in range(deepest + 1)]
     labels = {}
     for name, components in parts.items():
-        for size in range(1, len(components) + 1):
-            suffix = components[-size:]
-            if not any(other != name and parts[other][-size:] == suffix for other in files):
-                break
-        labels[name] = "/".join(suffix)
+        size = next((size for size in range(1, len(components)) if shared[size][components[-size:]] == 1), len(components))
+        labels[name] = "/".join(components[-size:])
     return labels
 
 
@@ -58,7 +58,8 @@ class Names:
 
     def __init__(self, diagnosis: Diagnosis) -> None:
         sources = list(diagnosis.inputs.files)
-        sources += [item.source for item in _all_evidence(diagnosis) if item.source not in diagnosis.inputs.files]
+        read = set(sources)
+        sources += [item.source for item in _all_evidence(diagnosis) if item.source not in read]
         self.labels = source_labels(sources)
 
     def where(self, evidence: Evidence) -> str:
