@@ -125,9 +125,10 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     single_process = (set(summary.ranks) <= {0} and len(summary.hosts) <= 1
                       and not any(_peer_failed(match) for match in matches))
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
-    diagnosis = correlate(matches, summary, single_process, source_lines, pid_ranks(read, matches),
+    worker_pids = pid_ranks(read, matches)
+    diagnosis = correlate(matches, summary, single_process, source_lines, worker_pids,
                           relations_of(kb or load_knowledge_base()), stream_activity(read, matches),
-                          job_hosts(matches, local_world_size(read)))
+                          job_hosts(matches, local_world_size(read), worker_pids))
     diagnosis = replace(diagnosis, stack=stack)
     diagnosis = map_strings(diagnosis, mask_secrets)  # lines are masked; the names of files are not yet
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis

@@ -198,3 +198,14 @@ def test_kubectl_prefix_names_the_pod_as_host(tmp_path):
                        "[pod/llm-sft-worker-0/pytorch] [rank2]: step 10 loss 2.2\n"
                        "[pod/llm-sft-worker-1/pytorch] [rank5]: KeyError: 'input_ids'\n"
                        f"[pod/llm-sft-worker-0/pytorch] [rank2]: {PEER_CLOSED}\n") == (5, "llm-sft-worker-1")
+
+
+def test_ray_task_error_names_the_workers_node(tmp_path):
+    """The worker's lines carry its pid (Ray's prefix) and rank; Ray's task error pairs that pid with its node."""
+    assert _started_at(tmp_path, "job-driver-raysubmit_8Jq2.log",
+                       "(RayTrainWorker pid=1436) [rank2]: epoch 0 step 40 loss 2.31\n"
+                       "(RayTrainWorker pid=2270) [rank3]: epoch 0 step 40 loss 2.29\n"
+                       "(RayTrainWorker pid=1436) IndexError: index out of range in self\n"
+                       "ray.exceptions.RayTaskError(IndexError): ray::RayTrainWorker._RayTrainWorker__execute() "
+                       "(pid=1436, ip=172.31.33.87, repr=<ray.train._internal.worker_group.RayTrainWorker object at 0x7f>)\n"
+                       ) == (2, "172.31.33.87")

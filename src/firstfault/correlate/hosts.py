@@ -2,7 +2,8 @@
 
 Sources, each a pair the logs print: torchrun's failure table (`host : X` beside
 `rank : R (local_rank: L)`), init lines naming both (`rank=5 ... host=node018`), mpirun's
-`process rank R ... on node X`, lines whose prefix names a host and whose rank is known, and
+`process rank R ... on node X`, Ray's `(pid=P, ip=X)` for the worker whose pid names a rank, lines
+whose prefix names a host and whose rank is known, and
 Slurm's `srun: error: X: task T` (T is the rank when srun started one task per rank, the node
 when it started one launcher per node).
 """
@@ -39,7 +40,10 @@ class JobHosts:
         return None, ""
 
 
-def job_hosts(matches: list[Match], local_world: int | None) -> JobHosts:
+def job_hosts(matches: list[Match], local_world: int | None, pid_ranks: dict | None = None) -> JobHosts:
+    """`pid_ranks` (pid -> rank) joins lines that name a worker's pid and host (Ray's task errors)
+    to that worker's rank."""
+    pid_ranks = pid_ranks or {}
     pairs: dict[int, Counter] = defaultdict(Counter)
     tasks: dict[int, str] = {}
     named: Counter = Counter()
@@ -58,6 +62,8 @@ def job_hosts(matches: list[Match], local_world: int | None) -> JobHosts:
                 pairs[rank][captures["host"]] += 5
         elif name == "host-srun-task":
             tasks.setdefault(int(captures["task"]), captures["host"])
+        elif name == "host-ray-pid-ip" and int(captures["pid"]) in pid_ranks:
+            pairs[pid_ranks[int(captures["pid"])]][captures["host"]] += 5
         elif origin.rank is not None and origin.host and match.role != "context":
             pairs[origin.rank][origin.host] += 1
     rank_hosts = {rank: counts.most_common(1)[0][0] for rank, counts in pairs.items()}

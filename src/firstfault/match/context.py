@@ -48,6 +48,8 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("host-rank-pair", r"\brank[=: ](?P<rank>\d{1,6})\b.*?\bhost(?:name)?[=: ] ?(?P<host>[A-Za-z0-9][\w.-]*)"),
     # Megatron's rerun state machine: `Rank 2, node dcfai-xe9680-01, device 2, iteration 9: Unexpected result nan`
     _context("host-rank-node-pair", r"(?<![Ll]ocal )(?<![Ll]ocal_)\b[Rr]ank[=: ](?P<rank>\d{1,6}),? (?:on )?node[=: ] ?(?P<host>[A-Za-z][\w-]*\d[\w.-]*?)[,;:)]?(?:\s|$)"),
+    # Ray's task and actor errors name the worker's pid and node: `ray::PolicyWorker.forward_backward() (pid=88231, ip=10.40.2.11, ...`
+    _context("host-ray-pid-ip", r"\(pid=(?P<pid>\d+), ip=(?P<host>\d{1,3}(?:\.\d{1,3}){3})[,)]"),
     # Ray's raylet names the node it killed workers on: `at node (ID: 3f9a…, IP: 10.0.167.26)`
     _context("host-ray-node-ip", r"\bat node \(ID: [0-9a-f]+, IP: (?P<host>\d{1,3}(?:\.\d{1,3}){3})\)"),
     _context("host-mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID \d+ on node (?P<host>[A-Za-z0-9][\w.-]*)"),
@@ -72,7 +74,7 @@ TRACEBACK_HEADER = "failed-traceback"
 HANG_STACK_MARKER = "hang-stack-marker"
 HOST_PAIRS = ("host-rank-pair", "host-rank-node-pair", "host-mpirun-rank")  # lines naming a rank and its host
 HOST_SIGNATURES = ("host-table-row", "host-srun-task", "host-slurm-cancel", "host-running-on", "host-prompt",
-                   "host-ray-node-ip", *HOST_PAIRS)
+                   "host-ray-node-ip", "host-ray-pid-ip", *HOST_PAIRS)
 LAUNCHER_WORLD = "launcher-world-info"
 LAUNCHER_RANKS = "launcher-rendezvous-ranks"
 NCCL_LOOPBACK = "nccl-loopback-interface"
