@@ -3,11 +3,12 @@ from one canned table (tests/fleet/rows.py). FIRSTFAULT_UPDATE_SNAPSHOTS=1 rewri
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from firstfault.fleet.render import render_json, render_markdown, render_terminal
 from firstfault.fleet.report import REPORT_SCHEMA, build_report
+
+from snapshot_check import check_snapshot
 
 from .rows import T0, canned_rows
 
@@ -15,12 +16,7 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
 def check(name: str, text: str) -> None:
-    path = SNAPSHOTS / name
-    if os.environ.get("FIRSTFAULT_UPDATE_SNAPSHOTS") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"no snapshot {path}; run with FIRSTFAULT_UPDATE_SNAPSHOTS=1 to create it"
-    assert text == path.read_text(encoding="utf-8"), f"{name} differs from its snapshot (FIRSTFAULT_UPDATE_SNAPSHOTS=1, then read the diff)"
+    check_snapshot(SNAPSHOTS, name, text)
 
 
 def canned_report() -> dict:

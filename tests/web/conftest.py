@@ -12,6 +12,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("jinja2")
 
 from firstfault.model import Because, Diagnosis, Evidence, Finding, InputSummary, StackSeen  # noqa: E402
+from snapshot_check import check_snapshot  # noqa: E402
 
 T0 = 1_764_000_000.0
 OOM_LINE = ("[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
@@ -124,14 +125,7 @@ def small_kb():
 @pytest.fixture
 def snapshot():
     """snapshot(name, text): the text must equal snapshots/<name>; FIRSTFAULT_UPDATE_SNAPSHOTS=1 rewrites it."""
-    import os
-
     def check(name: str, text: str) -> None:
-        path = SNAPSHOTS / name
-        if os.environ.get("FIRSTFAULT_UPDATE_SNAPSHOTS") == "1":
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        assert path.exists(), f"no snapshot {path}; run with FIRSTFAULT_UPDATE_SNAPSHOTS=1 to create it"
-        assert text == path.read_text(encoding="utf-8"), f"{name} differs from its snapshot (FIRSTFAULT_UPDATE_SNAPSHOTS=1, then read the diff)"
+        check_snapshot(SNAPSHOTS, name, text)
 
     return check
