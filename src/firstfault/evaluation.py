@@ -169,6 +169,11 @@ class Score:
         return sum(1 for r in self.results if r.expected_class == "healthy" and r.got_class != "healthy")
 
     @property
+    def failures_called_healthy(self) -> int:
+        """Failed runs the engine called healthy: the worst miss (an on-call engineer stops looking)."""
+        return sum(1 for r in self.results if r.expected_class != "healthy" and r.got_class == "healthy")
+
+    @property
     def misses(self) -> list[CaseResult]:
         return [r for r in self.results if not r.correct]
 

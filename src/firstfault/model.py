@@ -55,6 +55,7 @@ class Origin:
     host: str | None = None
     time: float | None = None  # POSIX seconds, None when the line carries none
     time_inherited: bool = False  # True when the time was carried forward from an earlier line
+    local_rank: int | None = None  # the local rank its prefix names, when it names one
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,24 @@ class Because:
 
 
 @dataclass(frozen=True)
+class RankRow:
+    """What one rank did last, as the logs show it (correlate/rank_table.py): the table an expert
+    builds by hand. Every field is None where the logs do not say."""
+
+    rank: int
+    host: str | None = None
+    ended: str = "unknown"  # how it ended: one of rank_table.ENDINGS
+    ended_at: float | None = None
+    ended_line: tuple[str, int] | None = None  # (source, line) that shows how it ended
+    last_progress: str | None = None  # its last progress line (step, loss), as printed
+    last_step: int | None = None
+    last_progress_at: float | None = None
+    collective: str | None = None  # the collective it was in when it stopped ("ALLREDUCE SeqNum=4121")
+    first_error: str | None = None  # the entry id of its own first error, if it had one
+    first_error_line: tuple[str, int] | None = None
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     status: str  # failure | healthy | unknown
     primary: Finding | None
@@ -170,6 +189,8 @@ class Diagnosis:
     action: str | None = None  # restart | exclude-host-and-restart | fix-and-rerun; None when healthy
     action_detail: dict = field(default_factory=dict)  # hosts and commands for exclude-host-and-restart
     stack: tuple[StackSeen, ...] = ()  # what the logs show of the software stack (firstfault.stack)
+    ranks: tuple[RankRow, ...] = ()  # what each rank did last (the rank table)
+    world_size: int | None = None  # the job's size, where the logs declare it
 
 
 # Fields that name things of firstfault's own (knowledge-base ids, roles): never log text.

@@ -18,8 +18,8 @@ from .correlate.dumps_join import join_dump_report
 from .correlate.relations import relations_of
 from .ingest.error_records import error_record_input
 from .correlate.ids import PEER_CRASH
-from .correlate.hosts import job_hosts
-from .correlate.ranks import (hosts_seen, local_world_size, pid_ranks, ranks_seen, resolve, stream_activity,
+from .correlate.identity import build_identity
+from .correlate.ranks import (file_hosts, hosts_seen, local_world_size, ranks_seen, resolve, stream_activity,
                               with_pod_node_ranks)
 from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
@@ -120,15 +120,17 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
         skipped=tuple(all_skipped),
         timed=all(scan.last_time is not None for scan in read),
     )
-    # one process, unless something else shows: a rank above 0, a second host, or the lines other
-    # processes print when a peer fails (collective timeouts, a launcher stopping the others)
-    single_process = (set(summary.ranks) <= {0} and len(summary.hosts) <= 1
-                      and not any(_peer_failed(match) for match in matches))
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
-    worker_pids = pid_ranks(read, matches)
-    diagnosis = correlate(matches, summary, single_process, source_lines, worker_pids,
-                          relations_of(kb or load_knowledge_base()), stream_activity(read, matches),
-                          job_hosts(matches, local_world_size(read), worker_pids))
+    identity = build_identity(matches, read, local_world_size(read), summary.ranks, file_hosts(read))
+    # one process, unless something else shows: a rank above 0, a second host, a job size above
+    # one (launcher flags, init lines), or the lines other processes print when a peer fails
+    # (collective timeouts, a launcher stopping the others)
+    single_process = (set(summary.ranks) | set(identity.ranks) <= {0} and len(summary.hosts) <= 1
+                      and (identity.world is None or identity.world.size <= 1)
+                      and (local_world_size(read) or 1) <= 1
+                      and not any(_peer_failed(match) for match in matches))
+    diagnosis = correlate(matches, summary, single_process, source_lines, relations_of(kb or load_knowledge_base()),
+                          stream_activity(read, matches), identity)
     diagnosis = replace(diagnosis, stack=stack)
     diagnosis = map_strings(diagnosis, mask_secrets)  # lines are masked; the names of files are not yet
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis

@@ -9,7 +9,7 @@ import sys
 
 from firstfault.correlate.activity import StreamActivity, StreamLine
 from firstfault.correlate.facts import build_facts
-from firstfault.correlate.hosts import JobHosts
+from firstfault.correlate.identity import IdentityMap, Link, WorldSize, build_identity, pid_key, rank_key
 from firstfault.correlate.relations import Relations
 from firstfault.correlate.rules import Decision
 from firstfault.correlate.rules.table import all_rules, decide
@@ -42,9 +42,10 @@ def stream(rank, lines, source=None, host=None, unprefixed=False) -> StreamActiv
                           tuple(StreamLine(line, time, text) for line, time, text in lines), unprefixed)
 
 
-def facts(matches, *, ranks=(), activity=(), single=False, hosts=None, source_lines=None, pid_ranks=None, timed=True):
+def facts(matches, *, ranks=(), activity=(), single=False, identity=None, source_lines=None, timed=True):
     summary = InputSummary(files=("a.log",), ranks=tuple(ranks), timed=timed)
-    return build_facts(list(matches), summary, single, source_lines, pid_ranks, RELATIONS, activity, hosts)
+    identity = identity or build_identity(list(matches), ranks_seen=ranks)
+    return build_facts(list(matches), summary, single, source_lines, RELATIONS, activity, identity)
 
 
 def start(built) -> Decision:
@@ -268,13 +269,14 @@ def test_odd_one_out_picks_the_rank_whose_own_collective_differs():
 
 def test_rank_from_pid():
     killed = hit("host-oom-killed", 2, source="dmesg.txt", text="Out of memory: Killed process 88124 (python3)")
-    built = facts([killed], pid_ranks={88124: 5})
+    worker = Link((pid_key(88124), rank_key(5)), how="the launcher's report names the rank's pid", where=("a.log", 3))
+    built = facts([killed], identity=IdentityMap([worker]))
     assert rule("rank-from-pid").apply(built, _decided(killed, built)).rank == 5
 
 
 def test_rank_from_bus():
     xid = hit("gpu-fallen-off-bus", 2, source="dmesg.txt", text="NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus")
-    nccl = context("device-nccl-bus", 9, captures={"rank": "3", "device": "3", "bus": "3b000"})
+    nccl = context("device-nccl-bus", 9, captures={"rank": "3", "nranks": "8", "device": "3", "bus": "3b000"})
     built = facts([xid, nccl])
     assert rule("rank-from-bus").apply(built, _decided(xid, built)).rank == 3
 
@@ -328,22 +330,23 @@ def test_host_named_on_its_line():
 
 def test_host_of_rank():
     bare = hit("cuda-oom", 10, rank=5)
-    built = facts([bare], hosts=JobHosts(rank_hosts={5: "node018"}))
+    built = facts([bare], identity=IdentityMap([Link((rank_key(5),), "node018", "an init line", ("a.log", 1), 5)]))
     assert rule("host-of-rank").apply(built, _decided(bare, built)).host == "node018"
 
 
 def test_host_of_rank_through_an_srun_task_per_node():
     bare = hit("cuda-oom", 10, rank=11)
-    built = facts([bare], ranks=range(16), hosts=JobHosts(task_hosts={0: "gpu-a", 1: "gpu-b"}, local_world=8))
+    tasks = {0: ("gpu-a", ("a.log", 1)), 1: ("gpu-b", ("a.log", 2))}
+    built = facts([bare], ranks=range(16), identity=IdentityMap(task_hosts=tasks, local_world=8))
     assert rule("host-of-rank").apply(built, _decided(bare, built)).host == "gpu-b"
 
 
 def test_host_only_one():
     bare = hit("cuda-oom", 10, rank=0)
-    built = facts([bare], hosts=JobHosts(named=("kettle", "localhost")))
+    built = facts([bare], identity=IdentityMap(named_hosts=("kettle", "localhost")))
     assert rule("host-only-one").apply(built, _decided(bare, built)).host == "kettle"
     other_node = hit("cuda-oom", 10, rank=9)
-    built = facts([other_node], hosts=JobHosts(named=("kettle",), local_world=8))
+    built = facts([other_node], identity=IdentityMap(named_hosts=("kettle",), local_world=8))
     assert rule("host-only-one").apply(built, _decided(other_node, built)) is None
 
 
@@ -439,10 +442,10 @@ def test_loopback_across_hosts_is_a_virtual_interface_fault():
     loopback = context("nccl-loopback-interface", 3, rank=0, captures={"interface": "lo", "address": "127.0.0.1"},
                        host="gpu-a", text="gpu-a:1:1 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>")
     built = facts([loopback, hit("user-code-exception", 9, rank=5, weight=0.5, host="gpu-b")],
-                  hosts=JobHosts(named=("gpu-a", "gpu-b")))
+                  identity=IdentityMap(named_hosts=("gpu-a", "gpu-b")))
     decided = rule("loopback-across-hosts").apply(built, start(built))
     assert [match.entry_id for match in decided.symptoms] == ["nccl-virtual-interface"]
-    one_host = facts([loopback], hosts=JobHosts(named=("gpu-a",)))
+    one_host = facts([loopback], identity=IdentityMap(named_hosts=("gpu-a",)))
     assert rule("loopback-across-hosts").apply(one_host, start(one_host)) is None
 
 
@@ -460,10 +463,10 @@ def test_outlived_by_progress_of_a_later_attempt_of_the_same_worker():
 def test_crash_took_down_peers_makes_the_job_class_a_peer_crash():
     relations = Relations(core_of={"native-crash": "native-crash"})
     crash = hit("native-crash", 5, rank=2, source="console.log", text="Signal 11 (SIGSEGV) received by PID 7")
-    built = build_facts([crash, timeout(9, 0), timeout(9, 1)], InputSummary(ranks=(0, 1, 2)), False, None, None, relations)
+    built = build_facts([crash, timeout(9, 0), timeout(9, 1)], InputSummary(ranks=(0, 1, 2)), False, None, relations)
     decided = rule("crash-took-down-peers").apply(built, _decided(crash, built))
     assert decided.failure_class == "collective-timeout-peer-crash"
-    alone = build_facts([crash], InputSummary(ranks=(2,)), False, None, None, relations)
+    alone = build_facts([crash], InputSummary(ranks=(2,)), False, None, relations)
     assert rule("crash-took-down-peers").apply(alone, _decided(crash, alone)) is None
 
 
@@ -478,6 +481,114 @@ def test_explained_by_another_a_symptom_can_explain_a_root():
     relations = Relations(explains={"nccl-ib-async-error": frozenset({"nccl-ib-timeout"})})
     port = hit("nccl-ib-async-error", 3, rank=0, role="symptom", weight=0.85, time=100.0, text="Got async event : port error")
     completion = hit("nccl-ib-timeout", 4, rank=0, weight=0.9, time=100.0, text="Got completion ... error 12")
-    built = build_facts([port, completion], InputSummary(ranks=(0,)), False, None, None, relations)
+    built = build_facts([port, completion], InputSummary(ranks=(0,)), False, None, relations)
     decided = rule("explained-by-another").apply(built, start(built))
     assert decided.roots == () and [m.entry_id for m in decided.symptoms] == ["nccl-ib-async-error"]
+
+
+# how the job ended, who is who, what each rank did last -----------------------------------------
+
+def test_job_finished_after_its_errors_is_healthy():
+    oom = hit("cuda-oom", 10, source="train.log", role="symptom", text="CUDA out of memory. Tried to allocate 200.00 MiB")
+    done = context("job-succeeded", 90, source="train.log", text="30 epochs completed in 1.392 hours.")
+    progress = stream(None, [(50, None, "29/29 box_loss 0.05 100%| 420/420")], source="train.log")
+    built = facts([oom, done], activity=[progress])
+    decided = rule("job-finished").apply(built, start(built))
+    assert decided.status == "healthy" and "recovered" in decided.because[-1].text
+    later = hit("cuda-oom", 95, source="train.log", role="symptom")
+    built = facts([oom, done, later], activity=[progress])
+    assert rule("job-finished").apply(built, start(built)) is None  # something failed after it
+
+
+def test_job_finished_is_not_a_recovery_when_the_failure_lasted_to_the_end():
+    nan = hit("loss-nan", 48, source="slurm.out", role="symptom", text="0: epoch 4 step 100/100 loss nan acc 0.167")
+    done = context("job-succeeded", 50, source="slurm.out", text="0: training finished: 100 steps in 4.7s")
+    tail = stream(0, [(47, None, "0: epoch 4 step 95/100 loss nan"), (48, None, "0: epoch 4 step 100/100 loss nan acc 0.167")],
+                  source="slurm.out")
+    built = facts([nan, done], activity=[tail])
+    assert rule("job-finished").apply(built, start(built)) is None
+
+
+def test_restarted_and_went_on_drops_the_errors_before_the_restart():
+    crash = hit("nccl-remote-error", 306, rank=0, source="agent.log", role="symptom")
+    restart = context("job-restarted", 358, source="agent.log",
+                      text="Worker group FAILED. 3/3 attempts left; will restart worker group")
+    after = stream(None, [(400, None, "rank0 | step 12050 | loss 2.29"), (700, None, "rank0 | step 30000 | loss 2.10")],
+                   source="agent.log")
+    built = facts([crash, restart], activity=[after])
+    decided = rule("restarted-and-went-on").apply(built, start(built))
+    assert decided.symptoms == () and decided.restart is restart
+    stalled = facts([crash, restart], activity=[stream(None, [(360, None, "Rendezvous'ing worker group")], source="agent.log")])
+    assert rule("restarted-and-went-on").apply(stalled, start(stalled)) is None
+
+
+def test_waiting_for_a_failed_rank_drops_the_wait():
+    error = hit("user-code-exception", 37, rank=0, source="mpirun.log", weight=0.5, text="KeyError: 'val_top5'")
+    stall = hit("collective-mismatch", 38, rank=4, source="mpirun.log", weight=0.7, text="One or more tensors were submitted")
+    missing = context("missing-ranks", 40, rank=4, source="mpirun.log", captures={"ranks": "0"})
+    built = facts([error, stall, missing])
+    decided = rule("waiting-for-a-failed-rank").apply(built, start(built))
+    assert [incident.failure_id for incident in decided.roots] == ["user-code-exception"]
+    alone = facts([stall, missing])
+    assert rule("waiting-for-a-failed-rank").apply(alone, start(alone)) is None
+
+
+def test_hang_step_behind_with_the_epoch_ended_is_uneven_batches():
+    ranks = [stream(rank, [(10 + rank, 100.0 + rank, f"Rank {rank} step {75 if rank == 5 else 76} processed 7 samples in 0.71s")],
+                    source="run.log") for rank in range(6)]
+    end = stream(None, [(40, 110.0, "Maximum number of steps reached")], source="run.log", unprefixed=True)
+    built = facts([], activity=[*ranks, end])
+    decided = rule("hang-step-behind").apply(built, Decision(hang="nothing was printed for 29 min"))
+    assert decided.primary == "uneven-batches-hang" and decided.initiating.line.origin.rank == 5
+    straggling = facts([], activity=ranks)
+    decided = rule("hang-step-behind").apply(straggling, Decision(hang="nothing was printed for 29 min"))
+    assert decided.primary == "collective-timeout-straggler"
+
+
+def test_hang_first_collective_on_one_node_is_the_p2p_path():
+    first = [timeout(5, rank, time=1800.0 + rank, seq="1", op="ALLGATHER") for rank in range(4)]
+    built = facts(first, ranks=range(4))
+    decided = rule("hang-first-collective").apply(built, start(built))
+    assert decided.primary == "nccl-p2p-failure"
+    later = [timeout(5, rank, time=1800.0, seq="14411", op="ALLREDUCE") for rank in range(4)]
+    built = facts(later, ranks=range(4))
+    assert rule("hang-first-collective").apply(built, start(built)) is None
+
+
+def test_rank_from_device_index():
+    oom = hit("cuda-oom", 24, text="CUDA out of memory. Tried to allocate 1.02 GiB (GPU 2; 10.92 GiB total capacity)")
+    built = facts([oom], ranks=range(4))
+    assert rule("rank-from-device-index").apply(built, _decided(oom, built)).rank == 2
+    alone = facts([oom], ranks=(0,))
+    assert rule("rank-from-device-index").apply(alone, _decided(oom, alone)) is None
+
+
+def test_rank_complement_names_the_one_rank_that_did_not_wait():
+    error = hit("user-code-exception", 32, source="node1.log", text="ValueError: Image features and image tokens do not match")
+    waits = [timeout(40, rank, time=1000.0 + rank, seq="118", op="ALLGATHER") for rank in range(16) if rank != 13]
+    built = facts([error, *waits], ranks=[rank for rank in range(16) if rank != 13],
+                  identity=IdentityMap(world=WorldSize(16, "--num_processes 16")))
+    assert rule("rank-complement").apply(built, _decided(error, built)).rank == 13
+    two_missing = facts([error, *waits[2:]], identity=IdentityMap(world=WorldSize(16, "--num_processes 16")))
+    assert rule("rank-complement").apply(two_missing, _decided(error, two_missing)) is None
+
+
+def test_rank_complement_from_a_gpu_snapshot_taken_during_the_hang():
+    error = hit("user-code-exception", 116, source="console.log", text="FileNotFoundError: [Errno 2] No such file or directory")
+    rows = [context("device-smi-process", 30 + gpu, source="nvidia-smi.txt", captures={"device": str(gpu), "pid": str(41120 + gpu)})
+            for gpu in range(8) if gpu != 6]
+    declared = [context("rank-declared", rank + 1, source="console.log", captures={"rank": str(rank)}) for rank in range(8)]
+    built = facts([error, *rows, *declared])
+    decided = rule("rank-complement").apply(built, _decided(error, built))
+    assert decided.rank == 6
+
+
+def test_rank_from_device_event_names_the_process_the_xid_names():
+    cudnn = hit("cudnn-status-error", 165, source="console.log", text="RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR")
+    xid = context("device-xid-pid", 10, source="dmesg.txt", captures={"bus": "db", "pid": "13641"})
+    old = context("device-xid-pid", 3, source="dmesg.txt", captures={"bus": "3d", "pid": "35521"})
+    process = Link((pid_key(13641), rank_key(7)), how="NCCL's init line names the rank", where=("console.log", 93))
+    relations = Relations(categories={"cudnn-status-error": "device"})
+    built = build_facts([cudnn, xid, old], InputSummary(ranks=tuple(range(8))), False, None, relations, (),
+                        IdentityMap([process]))
+    assert rule("rank-from-device-event").apply(built, _decided(cudnn, built)).rank == 7

@@ -39,6 +39,7 @@ def run(args) -> int:
             "initiating_rank_accuracy": round(score.rank_accuracy, 4),
             "initiating_host_accuracy": round(score.host_accuracy, 4),
             "healthy_false_alarms": score.healthy_false_alarms,
+            "failures_called_healthy": score.failures_called_healthy,
             "misses": [result.__dict__ for result in score.misses],
             "verdict_changes": changes,
             "invalid": [item.__dict__ for item in score.invalid],
@@ -84,13 +85,16 @@ def _print_terminal(score, changes: list[str], color: bool) -> None:
     print(f"initiating-rank accuracy: {score.rank_accuracy:.1%} (of {ranks} cases with a known rank)")
     print(f"initiating-host accuracy: {score.host_accuracy:.1%} (of {hosts} cases with a known host)")
     print(f"healthy false alarms: {score.healthy_false_alarms}")
+    print(f"failures called healthy: {score.failures_called_healthy}")
 
 
 def _print_markdown(score, changes: list[str]) -> None:
     ranks = sum(1 for r in score.results if r.rank_scored)
-    print("| cases | class accuracy | initiating-rank accuracy | healthy false alarms |\n|---|---|---|---|\n"
+    hosts = sum(1 for r in score.results if r.host_scored)
+    print("| cases | class accuracy | initiating-rank accuracy | initiating-host accuracy | healthy false alarms "
+          "| failures called healthy |\n|---|---|---|---|---|---|\n"
           f"| {len(score.results)} | {score.class_accuracy:.1%} | {score.rank_accuracy:.1%} (of {ranks}) "
-          f"| {score.healthy_false_alarms} |")
+          f"| {score.host_accuracy:.1%} (of {hosts}) | {score.healthy_false_alarms} | {score.failures_called_healthy} |")
     lines = [f"- {miss_line(result)}" for result in score.misses]
     lines += [f"- CHANGED {change}" for change in changes]
     lines += [f"- INVALID {item.case_id}: {item.reason}" for item in score.invalid]

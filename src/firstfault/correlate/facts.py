@@ -14,7 +14,7 @@ from ..model import InputSummary, Match
 from .activity import StreamActivity
 from .events import Incident, incidents, line_winners, time_key
 from .hang_stacks import HangStack, hang_stacks
-from .hosts import JobHosts
+from .identity import IdentityMap
 from .hangs import TIMEOUT_ENTRY, is_disconnect
 from .nonfatal import without_nonfatal
 from .relations import Relations
@@ -30,10 +30,9 @@ class Facts:
     inputs: InputSummary = field(default_factory=InputSummary)
     single_process: bool = False
     source_lines: dict = field(default_factory=dict)  # source -> lines read
-    pid_ranks: dict = field(default_factory=dict)  # pid -> global rank
     relations: Relations = field(default_factory=Relations)
     activity: tuple[StreamActivity, ...] = ()  # what each rank stream last printed
-    hosts: JobHosts = field(default_factory=JobHosts)  # which host each rank ran on
+    identity: IdentityMap = field(default_factory=IdentityMap)  # who is who: ranks, pids, GPUs, hosts
 
     @cached_property
     def symptoms(self) -> tuple[Match, ...]:
@@ -63,16 +62,22 @@ class Facts:
         return tuple(match for match in self.matches if match.signature.name in LAUNCHER_FAILED
                      and match.captures.get("code") not in SIGTERM_CODES)
 
+    @cached_property
+    def rows(self) -> dict:
+        """What each rank did last (correlate/rank_table.py), by rank."""
+        from .rank_table import build_rows
+
+        return build_rows(self)
+
     def first_time_of(self, matches) -> tuple | None:
         timed = [time_key(match) for match in matches if match.line.origin.time is not None]
         return min(timed) if timed else None
 
 
 def build_facts(matches: list[Match], inputs: InputSummary, single_process: bool = False,
-                source_lines: dict | None = None, pid_ranks: dict | None = None,
-                relations: Relations | None = None, activity=(), hosts: JobHosts | None = None) -> Facts:
+                source_lines: dict | None = None, relations: Relations | None = None, activity=(),
+                identity: IdentityMap | None = None) -> Facts:
     kept = without_nonfatal(matches)
     winners = line_winners(kept)
     return Facts(tuple(kept), tuple(winners), tuple(incidents(winners, ("root",))), inputs, single_process,
-                 dict(source_lines or {}), dict(pid_ranks or {}), relations or Relations(), tuple(activity),
-                 hosts or JobHosts())
+                 dict(source_lines or {}), relations or Relations(), tuple(activity), identity or IdentityMap())

@@ -9,8 +9,10 @@ EXTERNAL_STOP = "preempted-sigterm"
 NATIVE_CRASH = "native-crash"
 VIRTUAL_INTERFACE = "nccl-virtual-interface"
 LAUNCHER_AFTERMATH = "torchelastic-child-failed"
+P2P_FAILURE = "nccl-p2p-failure"
 
-ENGINE_IDS = (PEER_CRASH, STRAGGLER, UNEVEN, MISMATCH, EXTERNAL_STOP, NATIVE_CRASH, LAUNCHER_AFTERMATH, VIRTUAL_INTERFACE)
+ENGINE_IDS = (PEER_CRASH, STRAGGLER, UNEVEN, MISMATCH, EXTERNAL_STOP, NATIVE_CRASH, LAUNCHER_AFTERMATH, VIRTUAL_INTERFACE,
+              P2P_FAILURE)
 
 # Aborts (SIGABRT) are also how the NCCL watchdog ends a rank after a collective timeout: with a
 # timeout in the job, these signatures are its teardown, not a native crash of their own.

@@ -72,7 +72,25 @@ def _file_offset(scan: FileScan, world: int | None) -> int | None:
         return declared[0]  # torchrun numbers a node's workers base + local rank
     if scan.hints.node_rank is not None and world:
         return scan.hints.node_rank * world
+    if scan.global_ranks and world and world > 1:
+        # one node's console: its `[rankN]:` prefixes are one block of `world` ranks
+        first, last = min(scan.global_ranks), max(scan.global_ranks)
+        if first % world == 0 and last < first + world:
+            return first
     return None
+
+
+def node_blocks(scans: list[FileScan]) -> dict[str, int]:
+    """display -> the first rank of the file's block, when several files (one per node) each
+    show a contiguous block of `[rankN]:` prefixes and no two blocks overlap: each file is a
+    node's console, its local rank 0 is that first rank."""
+    blocks = {scan.input.display: sorted(scan.global_ranks) for scan in scans if len(scan.global_ranks) > 1}
+    if len(blocks) < 2:
+        return {}
+    spans = sorted((ranks[0], ranks[-1]) for ranks in blocks.values())
+    contiguous = all(ranks == list(range(ranks[0], ranks[-1] + 1)) for ranks in blocks.values())
+    disjoint = all(earlier[1] < later[0] for earlier, later in zip(spans, spans[1:]))
+    return {display: ranks[0] for display, ranks in blocks.items()} if contiguous and disjoint else {}
 
 
 def content_hosts(scans: list[FileScan]) -> set[str]:
@@ -113,16 +131,19 @@ def resolve(scans: list[FileScan]) -> list[Match]:
     several = len(set().union(*(scan.global_ranks | scan.local_ranks for scan in scans))) > 1 or len(scans) > 1
     matches: list[Match] = []
     order = 0
+    blocks = node_blocks(scans)
     for scan in scans:
         offset = _file_offset(scan, world)
-        if offset is None and not any_node_hints and not host_offsets:
+        if offset is None:
+            offset = blocks.get(scan.input.display)
+        if offset is None and not any_node_hints and not host_offsets and not blocks:
             offset = 0  # single node: local rank == global rank
         context = _FileContext(scan, world, hosts[scan.input.display], several)
         for hit in scan.hits:
             host = hit.prefix.host
             rank, host = context.who(hit, host_offsets.get(host, offset) if host else offset)
             origin = Origin(source=scan.input.display, line=hit.line, rank=rank, host=host,
-                            time=hit.time, time_inherited=hit.time_inherited)
+                            time=hit.time, time_inherited=hit.time_inherited, local_rank=hit.prefix.local_rank)
             matches.append(Match(hit.signature, LogLine(hit.text, origin), hit.captures, order))
             order += 1
     return matches
@@ -137,11 +158,11 @@ def _host_offsets(scans: list[FileScan]) -> dict[str, int]:
             if hit.signature.name == LAUNCHER_NODE and hit.prefix.host:
                 offsets[hit.prefix.host] = int(hit.captures["node_rank"]) * int(hit.captures["local_procs"])
             elif hit.signature.name == LAUNCHER_WORLD and not offsets:
-                offsets.update(_world_info_offsets(hit.captures["world"]))
+                offsets.update(world_info_offsets(hit.captures["world"]))
     return offsets
 
 
-def _world_info_offsets(text: str) -> dict[str, int]:
+def world_info_offsets(text: str) -> dict[str, int]:
     try:
         world = ast.literal_eval("{" + text + "}")
     except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -223,34 +244,6 @@ def hosts_seen(scans: list[FileScan], matches: list[Match]) -> list[str]:
         hosts.update(scan.nccl_hosts.values())
     hosts.update(host for host in file_hosts(scans).values() if host)
     return sorted(hosts)
-
-
-def pid_ranks(scans: list[FileScan], matches: list[Match]) -> dict[int, int]:
-    """pid -> global rank: from Ray worker file names (a file whose lines name one rank), from
-    worker prefixes followed by the rank the worker logs (`(PolicyWorker pid=88231) [rank3]`), from
-    launcher reports (`local_rank: 2 (pid: 71212)`), and from the order in which a per-node
-    launcher lists its workers (DeepSpeed's `Killing subprocess P`, one line per local rank)."""
-    mapping: dict[int, int] = {}
-    for scan in scans:
-        if scan.hints.pid is not None and len(scan.global_ranks) == 1:
-            mapping[scan.hints.pid] = next(iter(scan.global_ranks))
-        for pid, rank in scan.worker_pids.items():
-            mapping.setdefault(pid, rank)
-    for match in matches:
-        if match.signature.name in LAUNCHER_FAILED and match.captures.get("pid") and match.line.origin.rank is not None:
-            mapping.setdefault(int(match.captures["pid"]), match.line.origin.rank)
-    offsets = _host_offsets(scans)
-    listed: dict[str | None, list[int]] = {}
-    for match in matches:
-        if match.signature.name == "deepspeed-killing-subprocess" and match.captures.get("pid"):
-            pids = listed.setdefault(match.line.origin.host, [])
-            if int(match.captures["pid"]) not in pids:
-                pids.append(int(match.captures["pid"]))
-    for host, pids in listed.items():
-        base = offsets.get(host, 0) if host is not None else 0
-        for local, pid in enumerate(sorted(pids)):
-            mapping.setdefault(pid, base + local)
-    return mapping
 
 
 def stream_activity(scans: list[FileScan], matches: list[Match]) -> list:

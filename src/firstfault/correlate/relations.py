@@ -15,6 +15,10 @@ class Relations:
     core_of: dict = field(default_factory=dict)  # entry id -> its core class (itself for a class)
     actions: dict = field(default_factory=dict)  # entry id -> restart | exclude-host-and-restart | fix-and-rerun
     titles: dict = field(default_factory=dict)
+    categories: dict = field(default_factory=dict)  # entry id -> its category (device, network, ...)
+
+    def category(self, entry_id: str) -> str:
+        return self.categories.get(entry_id, "")
 
     def core(self, entry_id: str) -> str:
         return self.core_of.get(entry_id, entry_id)
@@ -37,4 +41,5 @@ def relations_of(kb) -> Relations:
         core_of={entry.id: entry.get("core_class") or entry.id for entry in kb.entries},
         actions={entry.id: entry.get("action") for entry in kb.entries if entry.get("action")},
         titles={entry.id: entry.title for entry in kb.entries},
+        categories={entry.id: entry.category for entry in kb.entries},
     )

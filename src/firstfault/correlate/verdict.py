@@ -14,6 +14,7 @@ from ..placeholders import fill_placeholders
 from .confidence import traceback_ended_run
 from .events import time_key
 from .facts import Facts, build_facts
+from .rank_table import rank_rows
 from .relations import Relations
 from .rules import Decision
 from .rules.table import decide
@@ -29,10 +30,12 @@ def evidence_of(match: Match) -> Evidence:
 
 
 def correlate(matches: list[Match], inputs: InputSummary, single_process: bool,
-              source_lines: dict | None = None, pid_ranks: dict | None = None,
-              relations: Relations | None = None, activity=(), hosts=None) -> Diagnosis:
-    facts = build_facts(matches, inputs, single_process, source_lines, pid_ranks, relations, activity, hosts)
-    return diagnosis_of(facts, decide(facts))
+              source_lines: dict | None = None, relations: Relations | None = None, activity=(),
+              identity=None) -> Diagnosis:
+    facts = build_facts(matches, inputs, single_process, source_lines, relations, activity, identity)
+    diagnosis = diagnosis_of(facts, decide(facts))
+    world = facts.identity.world
+    return replace(diagnosis, ranks=rank_rows(facts, facts.rows), world_size=world.size if world else None)
 
 
 def diagnosis_of(facts: Facts, decision: Decision) -> Diagnosis:

@@ -240,6 +240,18 @@ def rank_mentioned(text: str) -> int | None:
     return int(match.group(1) or match.group(2)) if match else None
 
 
+# A logger that writes the rank into the message, near its start: `Rank 5 step 75: ...`,
+# `| INFO | rank0 | step 12850`, `[RANK 3] loss ...`, `rank=2 epoch 4` (within the first words)
+_LEADING_RANK = re.compile(r"^[^A-Za-z]{0,40}(?:[A-Za-z]{1,12}[^A-Za-z]{1,30}){0,4}?\b[Rr](?:ank|ANK)[ =_:]?(\d{1,6})\b(?![.,]\d)")
+LEADING_RANK_CHARS = 80
+
+
+def leading_rank(text: str) -> int | None:
+    """The rank a message names among its first words (not a prefix of a launcher's)."""
+    match = _LEADING_RANK.match(text[:LEADING_RANK_CHARS])
+    return int(match.group(1)) if match else None
+
+
 def device_mentioned(text: str) -> int | None:
     """A CUDA device index named in the message ("GPU 1;", "cuda:1"), a local-rank hint."""
     match = _DEVICE_IN_TEXT.search(text)

@@ -2,9 +2,15 @@
 
 - `frame`: the collective a rank was in when it failed (a traceback frame in distributed_c10d.py,
   or the autograd engine for DDP's gradient all-reduce).
+- `launcher-*`, `host-*`, `device-*`, `rank-*`, `world-*`: who is who (ranks, local ranks, pids,
+  GPUs, PCI buses, hosts, the job's size), read by the identity map (correlate/identity.py).
+- `job-*`: how the job ended or went on (finished, restarted, interrupted), read by the outcome rules.
 - `failed`: generic signs that something failed (a traceback header, a non-zero exit), used to
   tell `unknown` from `healthy` when no entry explains the failure.
 - `nonfatal-exception`: the start of a traceback Python printed without stopping the process.
+
+Like the knowledge base's signatures, each carries lines it must match and near-misses it must
+not (tests/engine/test_context_signatures.py runs them all).
 """
 from __future__ import annotations
 
@@ -13,66 +19,196 @@ from ..model import Signature
 CONTEXT_ENTRY = ""
 
 
-def _context(name: str, pattern: str) -> Signature:
-    return Signature(entry_id=CONTEXT_ENTRY, name=name, role="context", weight=0.0, pattern=pattern)
+def _context(name: str, pattern: str, examples: tuple[str, ...], near_misses: tuple[str, ...] = (),
+             first_only: bool = False) -> Signature:
+    return Signature(entry_id=CONTEXT_ENTRY, name=name, role="context", weight=0.0, pattern=pattern,
+                     examples=examples, near_misses=near_misses, first_only=first_only)
 
+
+_PCI_BUS = r"(?:[0-9A-Fa-f]{4,8}:)(?P<bus>[0-9A-Fa-f]{2}):[0-9A-Fa-f]{2}\.\d"
 
 CONTEXT_SIGNATURES: tuple[Signature, ...] = (
-    _context("frame", r'distributed_c10d\.py", line \d+,? in (?P<op>[a-z_]+)'),
-    _context("frame-backward", r'(?P<op>_engine_run_backward|run_backward)\('),
-    _context("launcher-failed", r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)"),
+    _context("frame", r'distributed_c10d\.py", line \d+,? in (?P<op>[a-z_]+)',
+             ('  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", line 3744, in barrier',),
+             ('  File "/home/user/train.py", line 88, in barrier',)),
+    _context("frame-backward", r'(?P<op>_engine_run_backward|run_backward)\(',
+             ("    Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass",),
+             ("    loss.backward()",)),
+    _context("launcher-failed", r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)",
+             ("E0425 09:39:11.882000 311 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) local_rank: 0 (pid: 318) of binary: /workspace/.venv/bin/python",),
+             ("  exitcode  : -6 (pid: 318)",)),
     # DeepSpeed's launcher: which local rank died, and each node's rank and process count
-    _context("launcher-failed-deepspeed", r"sigkill_handler\] \[.*'--local_rank=(?P<local>\d+)'.*\] exits with return code = (?P<code>-?\d+)"),
+    _context("launcher-failed-deepspeed", r"sigkill_handler\] \[.*'--local_rank=(?P<local>\d+)'.*\] exits with return code = (?P<code>-?\d+)",
+             ("[2022-07-12 10:51:56,020] [ERROR] [launch.py:184:sigkill_handler] ['/usr/bin/python3', '-u', 'run_pretraining.py', '--local_rank=7', '--model_type', 'bert-mlm'] exits with return code = -6",),
+             ("[2022-07-12 10:51:56,020] [INFO] [launch.py:318:sigkill_handler] Killing subprocess 51872",)),
     # torch.multiprocessing.spawn: the index of the process that died (its local rank); a SIGTERM
     # it received is the others' teardown, not a failure
-    _context("launcher-failed-spawn", r"(?i)process (?P<local>\d+) terminated with (?:exit code (?P<code>-?\d+)|signal (?P<signal>SIG(?!TERM\b)[A-Z]+)|the following error)"),
+    _context("launcher-failed-spawn", r"(?i)process (?P<local>\d+) terminated with (?:exit code (?P<code>-?\d+)|signal (?P<signal>SIG(?!TERM\b)[A-Z]+)|the following error)",
+             ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT",
+              "-- Process 1 terminated with the following error:"),
+             ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGTERM",)),
     # srun's report of a task's end (Slurm prints the exit code, or strsignal() of the signal); a
     # task srun terminated itself ("Terminated") is the others' teardown, not a failure
-    _context("launcher-failed-srun", r"srun: error: [\w.-]+: tasks? (?P<task>\d+)(?:[-,][\d,-]*)?: (?:Exited with exit code (?P<code>\d+)|(?P<signal>Killed|Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception|Out Of Memory)\b)"),
-    _context("launcher-node", r"nnodes=(?P<nnodes>\d+), num_local_procs=(?P<local_procs>\d+), node_rank=(?P<node_rank>\d+)"),
+    _context("launcher-failed-srun", r"srun: error: [\w.-]+: tasks? (?P<task>\d+)(?:[-,][\d,-]*)?: (?:Exited with exit code (?P<code>\d+)|(?P<signal>Killed|Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception|Out Of Memory)\b)",
+             ("srun: error: gpu-b200-014: task 0: Exited with exit code 1", "srun: error: node-3: tasks 2-3: Killed"),
+             ("srun: error: gpu-b200-014: task 1: Terminated",)),
+    _context("launcher-node", r"nnodes=(?P<nnodes>\d+), num_local_procs=(?P<local_procs>\d+), node_rank=(?P<node_rank>\d+)",
+             ("[2021-02-26 10:01:04,181] [INFO] [launch.py:87:main] nnodes=1, num_local_procs=2, node_rank=0",),
+             ("--nnodes=2 --node_rank=0",)),
     # Which GPU (PCI bus) each rank drives, so host-level events (Xid, ECC) can name a rank:
     # NCCL init lines carry rank + busId, nvidia-smi lines carry the GPU index + bus id.
-    _context("device-nccl-bus", r"\brank (?P<rank>\d+) nranks \d+ cudaDev (?P<device>\d+)(?: nvmlDev \d+)? busId (?P<bus>[0-9a-fA-F]+)"),
-    _context("device-smi-bus", r"\bGPU ?(?P<device>\d{1,2})[: ][^\n]{0,40}?(?:[0-9A-Fa-f]{4,8}:)(?P<bus>[0-9A-Fa-f]{2}):[0-9A-Fa-f]{2}\.\d"),
+    _context("device-nccl-bus", r"\brank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<device>\d+)(?: nvmlDev \d+)? busId (?P<bus>[0-9a-fA-F]+)",
+             ("tf147:98311:98372 [0] NCCL INFO comm 0x7fa2c8002fb0 rank 0 nranks 2 cudaDev 0 busId 2f000 - Init COMPLETE",
+              "node-1:5141:5302 [3] NCCL INFO comm 0x5563 rank 11 nranks 16 cudaDev 3 nvmlDev 3 busId 3b000 commId 0x9 - Init START"),
+             ("tf147:98311:98372 [0] NCCL INFO Channel 00/02 :    0   1",)),
+    _context("device-smi-bus", r"\bGPU ?(?P<device>\d{1,2})[: ][^\n]{0,40}?" + _PCI_BUS,
+             ("Unable to determine the device handle for GPU1: 0000:3B:00.0: Unknown Error", "GPU 3: 00000000:3B:00.0"),
+             ("GPU 3: NVIDIA A100-SXM4-80GB (UUID: GPU-4a28de72-2645-de9a-eb35-a394cef3f4da)",)),
+    # nvidia-smi's own table: a GPU row (index, name, bus id) and a process row (index, pid)
+    _context("device-smi-table-bus", r"^\|\s+(?P<device>\d{1,2})\s+[^|\n]{3,60}\|\s*" + _PCI_BUS,
+             ("|   2  NVIDIA A100 80GB PCIe          On  | 00000000:4E:00.0 Off |                    1 |",
+              "|   6  Tesla V100-SXM2...  On   | 00000000:89:00.0 Off |                    0 |"),
+             ("| N/A   39C    P0             72W / 300W |  75212MiB / 81920MiB |    100%      Default |",
+              "|    2   N/A  N/A      2213      C   python                                    75200MiB |")),
+    _context("device-smi-process", r"^\|\s+(?P<device>\d{1,2})\s+(?:N/A\s+N/A\s+|\d{1,3}\s+\d{1,3}\s+)?(?P<pid>\d{2,8})\s+(?:C|G|C\+G|M|M\+C)\s+\S",
+             ("|    2   N/A  N/A      2213      C   python                                    75200MiB |",
+              "|    0     41120      C   ...ser/.conda/envs/detr/bin/python  5465MiB |"),
+             ("|   2  NVIDIA A100 80GB PCIe          On  | 00000000:4E:00.0 Off |                    1 |",
+              "|  GPU   GI   CI        PID   Type   Process name                            GPU Memory |")),
+    # The kernel's GPU events name the bus and the process whose channel faulted
+    _context("device-xid-pid", r"NVRM: Xid \(PCI:(?:[0-9A-Fa-f]{4,8}:)?(?P<bus>[0-9A-Fa-f]{2}):[0-9A-Fa-f]{2}\): \d+, pid=(?P<pid>\d+)",
+             ("[Fri Jan 29 23:41:39 2021] NVRM: Xid (PCI:0000:db:00): 31, pid=13641, Ch 00000008, intr 00000000. MMU Fault",
+              "[588211.100000] NVRM: Xid (PCI:0000:4e:00): 94, pid=2213, name=python, Contained: SM (0x1). RST: No, D-RST: No"),
+             ("[588211.110000] NVRM: Xid (PCI:0000:4e:00): 63, pid='<unknown>', name=<unknown>, Row Remapper: New row marked",)),
     # (torchrun's flag, DeepSpeed's launcher, torchrun's launch-config block `nproc_per_node   : 8`)
-    _context("launcher-nproc", r"--nproc[_-]per[_-]node[= ](?P<nproc>\d{1,3})\b|\bnum_local_procs=(?P<procs>\d{1,3})\b|^\s*nproc_per_node\s+: (?P<config>\d{1,3})\s*$"),
+    _context("launcher-nproc", r"--nproc[_-]per[_-]node[= ](?P<nproc>\d{1,3})\b|\bnum_local_procs=(?P<procs>\d{1,3})\b|^\s*nproc_per_node\s+: (?P<config>\d{1,3})\s*$",
+             ("  nproc_per_node   : 1", "python -m torch.distributed.launch --nproc_per_node=8 train.py"),
+             ("  nnodes           : 2",)),
     # torchrun's rendezvous result (INFO): the global ranks this node's agent runs, in local-rank order
-    _context("launcher-rendezvous-ranks", r"^\s*global_ranks=\[(?P<ranks>\d+(?:, ?\d+)*)\]\s*$"),
-    _context("launcher-world-info", r"WORLD INFO DICT: \{(?P<world>[^}\n]+)\}"),
+    _context("launcher-rendezvous-ranks", r"^\s*global_ranks=\[(?P<ranks>\d+(?:, ?\d+)*)\]\s*$",
+             ("  global_ranks=[4, 5, 6, 7]",), ("  role_ranks=[0, 1, 2, 3]",)),
+    _context("launcher-world-info", r"WORLD INFO DICT: \{(?P<world>[^}\n]+)\}",
+             ("[2021-02-26 10:01:04,181] [INFO] [launch.py:78:main] WORLD INFO DICT: {'localhost': [0, 1]}",),
+             ("[2021-02-26 10:01:04,181] [INFO] [launch.py:80:main] dist_world_size=2",)),
+    # How many processes the job has, as the launcher or the training script declares it (the
+    # first declaration of each file)
+    _context("world-size-declared",
+             r"(?i)\b(?:dist_world_size|world[_ ]size|WORLD_SIZE)\s*[=:]?\s*(?P<world>\d{1,6})\b|All distributed processes registered\. Starting with (?P<procs>\d{1,6}) processes|\bglobal_world_sizes=\[(?P<sizes>\d{1,6})",
+             ("[2022-12-05 10:12:02,900] [INFO] [launch.py:162:main] dist_world_size=8",
+              "All distributed processes registered. Starting with 4 processes",
+              "Torch: using distributed backend nccl for GPU tensors and gloo group for CPU sync (local_rank 0, world_size 4)"),
+             ("world_size must be positive", "  role_world_sizes=[4, 4, 4, 4]"), first_only=True),
+    # A launch command's size: accelerate's --num_processes, mpirun/horovodrun's -np, srun's -n,
+    # DeepSpeed's --num_gpus on one node
+    _context("launcher-size",
+             r"(?:--num[_-]processes|\s-np|--ntasks|\bsrun\b[^\n]*?\s-n|--num_gpus)[= ](?P<world>\d{1,6})\b",
+             ("+ accelerate launch --num_machines 2 --machine_rank 0 --main_process_ip hgx-c07 --num_processes 16 -m lmms_eval",
+              "$ horovodrun --gloo --log-with-timestamp -np 416 -H trn-001:8,trn-002:8 python train.py",
+              "$ deepspeed --num_gpus 8 bloom-inference-scripts/bloom-ds-inference.py --name bigscience/bloom"),
+             ("--num_workers 8", "srun --nodes=2 python train.py"), first_only=True),
+    # A rank's own start-up line names it (and often its host, local rank and the job's size)
+    _context("rank-host-declared",
+             r"\b[Rr]ank (?P<rank>\d{1,6}) ?(?:/|of) ?(?P<world>\d{1,6})(?:, local[ _]rank (?P<local>\d{1,4}))? on (?:host |node )?(?P<host>(?=[\w.-]*[\d-])[A-Za-z0-9][\w.-]*[A-Za-z0-9])(?:, local[ _]rank (?P<local_after>\d{1,4}))?",
+             ("[1,0]<stdout>:initializing (rank 0/8 on dgx-17, local_rank 0)",
+              "Wed Jun 10 22:41:24 2020[400]<stdout>:Horovod: rank 400 of 416, local rank 0 on host trn-051"),
+             ("rank 0 of 8 joined the group", "Epoch 3 rank 0/8 on average 12.1 s per step")),
+    _context("rank-declared",
+             r"distributed init \(rank (?P<rank>\d{1,6})\)|Initializing distributed: GLOBAL_RANK: (?P<global>\d{1,6})|\bworld_size\s*=\s*\d{1,6},\s*rank\s*=\s*(?P<pair>\d{1,6})\b",
+             ("| distributed init (rank 5): env://", "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4",
+              "[2020-08-06 10:41:03,214 - train - INFO] - [Process 11820] world_size = 4, rank = 0, backend=nccl"),
+             ("| distributed init (rank unknown): env://",)),
     # Hosts named in the text: torchrun's failure table, Slurm, shell prompts, init lines, mpirun
-    _context("host-table-row", r"\bhost\s{2,}: (?P<host>[A-Za-z0-9][\w.-]*)"),
-    _context("host-srun-task", r"srun: error: (?P<host>[A-Za-z0-9][\w.-]*): tasks? (?P<task>\d+)(?:-\d+)?(?:,[\d,-]+)?: "),
-    _context("host-slurm-cancel", r"\*\*\* (?:JOB|STEP) [\d.]+ ON (?P<host>[A-Za-z0-9][\w.-]*) CANCELLED"),
-    _context("host-running-on", r"(?i)\b(?:running on (?:host |node )?|nodes?=|SLURM_(?:JOB_)?NODELIST=|SLURMD_NODENAME=|hostname[=:] ?)(?P<host>[A-Za-z][\w-]*\d[\w.-]*)(?:\s|$|,)"),
-    _context("host-prompt", r"@(?P<host>[A-Za-z0-9][\w.-]*)(?::[~/][^\s]*[$#]|\s+[^\s\]]+\][$#])"),
-    _context("host-rank-pair", r"\brank[=: ](?P<rank>\d{1,6})\b.*?\bhost(?:name)?[=: ] ?(?P<host>[A-Za-z0-9][\w.-]*)"),
+    _context("host-table-row", r"\bhost\s{2,}: (?P<host>[A-Za-z0-9][\w.-]*)",
+             ("  host      : tri-gpu-14",), ("  host: tri-gpu-14",)),
+    _context("host-srun-task", r"srun: error: (?P<host>[A-Za-z0-9][\w.-]*): tasks? (?P<task>\d+)(?:-\d+)?(?:,[\d,-]+)?: ",
+             ("srun: error: gpu-b200-014: task 0: Exited with exit code 1",),
+             ("srun: error: Unable to create step for job 7712: Job/step already completing or completed",)),
+    _context("host-slurm-cancel", r"\*\*\* (?:JOB|STEP) [\d.]+ ON (?P<host>[A-Za-z0-9][\w.-]*) CANCELLED",
+             ("slurmstepd: error: *** JOB 608 ON gpu-c12 CANCELLED AT 2022-08-12T02:06:12 DUE TO JOB REQUEUE ***",),
+             ("scancel 608",)),
+    _context("host-running-on", r"(?i)\b(?:running on (?:host |node )?|nodes?=|SLURM_(?:JOB_)?NODELIST=|SLURMD_NODENAME=|hostname[=:] ?)(?P<host>[A-Za-z][\w-]*\d[\w.-]*)(?:\s|$|,)",
+             ("submitit INFO (2022-07-12 04:17:53,762) - Starting with JobEnvironment(job_id=60601445, hostname=learnfair0293, local_rank=0(2), node=0(1), global_rank=0(2))",
+              "SLURMD_NODENAME=gpu-a17"),
+             ("running on host-side memory",)),
+    _context("host-prompt", r"@(?P<host>[A-Za-z0-9][\w.-]*)(?::[~/][^\s]*[$#]|\s+[^\s\]]+\][$#])",
+             ("root@a192be7bc1bc:/workspace/kohya_ss# bash gui.sh --share", "[root@cn119 ~]# ps -aux | grep 1395"),
+             ("contact: user@example.com for access",)),
+    _context("host-rank-pair", r"\brank[=: ](?P<rank>\d{1,6})\b.*?\bhost(?:name)?[=: ] ?(?P<host>[A-Za-z0-9][\w.-]*)",
+             ("init: rank=5 local_rank=5 host=node018 device=cuda:5",), ("rank=5 local_rank=5 device=cuda:5",)),
     # Megatron's rerun state machine: `Rank 2, node dcfai-xe9680-01, device 2, iteration 9: Unexpected result nan`
-    _context("host-rank-node-pair", r"(?<![Ll]ocal )(?<![Ll]ocal_)\b[Rr]ank[=: ](?P<rank>\d{1,6}),? (?:on )?node[=: ] ?(?P<host>[A-Za-z][\w-]*\d[\w.-]*?)[,;:)]?(?:\s|$)"),
-    # Ray's task and actor errors name the worker's pid and node: `ray::PolicyWorker.forward_backward() (pid=88231, ip=10.40.2.11, ...`
-    _context("host-ray-pid-ip", r"\(pid=(?P<pid>\d+), ip=(?P<host>\d{1,3}(?:\.\d{1,3}){3})[,)]"),
+    _context("host-rank-node-pair", r"(?<![Ll]ocal )(?<![Ll]ocal_)\b[Rr]ank[=: ](?P<rank>\d{1,6}),? (?:on )?node[=: ] ?(?P<host>[A-Za-z][\w-]*\d[\w.-]*?)[,;:)]?(?:\s|$)",
+             ("[rerun_state_machine.py:1101] Rank 2, node dcfai-xe9680-01, device 2, iteration 9: Unexpected result nan",),
+             ("local rank 2, node gpu-07, device 2",)),
+    # Ray's task errors name the worker's pid and node: `ray::PolicyWorker.forward_backward() (pid=88231, ip=10.40.2.11, ...`
+    _context("host-ray-pid-ip", r"\(pid=(?P<pid>\d+), ip=(?P<host>\d{1,3}(?:\.\d{1,3}){3})[,)]",
+             ("ray.exceptions.RayTaskError(RuntimeError): ray::_Inner.train() (pid=2211, ip=192.168.1.20, repr=TorchTrainer)",),
+             ("(RayTrainWorker pid=2211) Loading checkpoint",)),
     # Ray's raylet names the node it killed workers on: `at node (ID: 3f9a…, IP: 10.0.167.26)`
-    _context("host-ray-node-ip", r"\bat node \(ID: [0-9a-f]+, IP: (?P<host>\d{1,3}(?:\.\d{1,3}){3})\)"),
-    _context("host-mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID \d+ on node (?P<host>[A-Za-z0-9][\w.-]*)"),
+    _context("host-ray-node-ip", r"\bat node \(ID: [0-9a-f]+, IP: (?P<host>\d{1,3}(?:\.\d{1,3}){3})\)",
+             ("1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 3f9a1c, IP: 10.0.167.26) over the last time period.",),
+             ("Started a local Ray instance. View the dashboard at 127.0.0.1:8265",)),
+    _context("host-mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID \d+ on node (?P<host>[A-Za-z0-9][\w.-]*)",
+             ("mpirun noticed that process rank 0 with PID 19 on node fe535b5ccf9b exited on signal 11 (Segmentation fault).",),
+             ("Process name: [[41297,1],4]",)),
     # Where a process was when a hang was ended or dumped: a traceback or faulthandler frame, and
     # the markers of a stack taken from a hung process (Ctrl-C, faulthandler's dump_traceback_later)
-    _context("stack-frame", r'File "(?P<file>[^"\n]+)", line \d+,? in (?P<func>[\w<>.]+)'),
-    _context("hang-stack-marker", r"(?:^|\]:) ?(?:KeyboardInterrupt\s*$|Timeout \(\d+:\d\d:\d\d\)!)"),
+    _context("stack-frame", r'File "(?P<file>[^"\n]+)", line \d+,? in (?P<func>[\w<>.]+)',
+             ('  File "/usr/lib/python3.8/multiprocessing/queues.py", line 245, in _feed',), ("File not found: config.yaml",)),
+    _context("hang-stack-marker", r"(?:^|\]:) ?(?:KeyboardInterrupt\s*$|Timeout \(\d+:\d\d:\d\d\)!)",
+             ("KeyboardInterrupt", "Timeout (0:10:00)!"), ("Press Ctrl-C (KeyboardInterrupt) to stop",)),
+    # How the job ended, as the launcher, the scheduler or the operator's terminal shows it
+    _context("job-interrupted",
+             r"^\^C|(?i:\binterrupted by (?:the )?user\b)|\bKeyboardInterrupt\s*$|mpirun: abort is already in progress|Received SIGINT\b|\bsignal 2 \(SIGINT\)",
+             ("^CTraceback (most recent call last):",
+              "2025-06-21 15:46:45|ERROR: Benchmark command was interrupted by the user (KeyboardInterrupt). Partial results may be in /local/tmp",
+              "^Cmpirun: abort is already in progress...hit ctrl-c again to forcibly terminate"),
+             ("Press ^C to stop the server", "Use Ctrl-C (KeyboardInterrupt) to stop")),
+    _context("job-succeeded",
+             r"WorkerState\.SUCCEEDED|\b(?:[Ee]xperiment|[Jj]ob|[Rr]un|[Tt]rial)\b[^\n]{0,60} completed successfully|All workers exited \(return codes: \[0(?:, 0)*\]\)|\b[Tt]raining (?:is )?(?:complete|completed|finished|done)\b(?! with error)|\b\d+ epochs? completed in\b|`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached|\{'train_runtime': [\d.]+, |^\s*\S+\s+COMPLETED\s+\d+\s+\S+\s+[\d:-]+\s+0:0\s*$",
+             ("[2024-06-18 10:22:33,000] torch.distributed.elastic.agent.server.api: [INFO] Local worker group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish",
+              "20260423-11:25:24.878 Local Scheduler INFO: Experiment gsm8k-grpo/trial0 completed successfully.",
+              "30 epochs completed in 1.392 hours.",
+              "7712034       COMPLETED        1         gpu-c07   02:57:41      0:0 ",
+              "`Trainer.fit` stopped: `max_epochs=40` reached.",
+              "{'train_runtime': 6950.7200, 'train_samples_per_second': 29.907, 'train_steps_per_second': 0.935, 'train_loss': 0.9900, 'epoch': 1.0}"),
+             ("training completed with errors", "WorkerState.FAILED", "7712034        FAILED        0         gpu-c12   03:58:02      1:0 ",
+              "Epoch 3 completed, loss 0.31")),
+    _context("job-restarted",
+             r"Worker group FAILED\. \d+/\d+ attempts left; will restart worker group|Requeued (?:SLURM )?job\b|\brestart_count=[1-9]\d*\b|Restarting (?:the )?(?:worker group|training|trial)\b|Handling auto-requeue signal",
+             ("[2024-06-18 04:23:58,000] torch.distributed.elastic.agent.server.api: [INFO] [default] Worker group FAILED. 3/3 attempts left; will restart worker group",
+              "Requeued SLURM job: 7712034", "  restart_count=1"),
+             ("  restart_count=0", "Worker group FAILED. 0/3 attempts left; will not restart worker group")),
+    # Horovod's stall inspector lists, per tensor, the ranks that never submitted it
+    _context("missing-ranks", r"\[missing ranks: (?P<ranks>\d{1,6}(?:, ?\d{1,6})*)\]",
+             ("[1,4]<stderr>:allreduce.avg_loss [missing ranks: 0]", "allreduce.grad.conv1 [missing ranks: 3, 5]"),
+             ("[1,4]<stderr>:Stalled ops:",)),
     # NCCL choosing the loopback interface: right on one host, a fault when peers are on others
-    _context("nccl-loopback-interface", r"NCCL INFO (?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(?:\[\d+\])?(?P<interface>lo):(?P<address>127\.[\d.]+)"),
-    _context("failed-traceback", r"Traceback \(most recent call last\)"),
+    _context("nccl-loopback-interface", r"NCCL INFO (?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(?:\[\d+\])?(?P<interface>lo):(?P<address>127\.[\d.]+)",
+             ("translation-1:1746:1951 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>",),
+             ("translation-1:1746:1951 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.4<0>",)),
+    _context("failed-traceback", r"Traceback \(most recent call last\)",
+             ("[rank11]: Traceback (most recent call last):",), ("print the traceback (most recent call last) here",)),
     # Python prints these tracebacks and goes on: an exception raised in a destructor or at
     # interpreter shutdown, in a background thread, in a multiprocessing queue's feeder thread
-    _context("nonfatal-exception", r'Exception ignored in\b|Exception in thread \S+(?: \([^)\n]*\))?:|multiprocessing/queues\.py", line \d+, in _feed'),
-    _context("failed-exit", r"(?i)(?:exit ?code|exit status|exited with (?:code|status))\s*[:=]?\s*(?P<code>-?[1-9]\d*)"),
-    _context("failed-signal", r"(?i)(?:Segmentation fault|core dumped|Aborted \(core|fatal error|Fatal Python error|\bKilled\b)"),
-    _context("failed-word", r"(?:\bERROR\b|\bFATAL\b|\bCRITICAL\b|\berror: )"),
+    _context("nonfatal-exception", r'Exception ignored in\b|Exception in thread \S+(?: \([^)\n]*\))?:|multiprocessing/queues\.py", line \d+, in _feed',
+             ("Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f760335bca0>",
+              "Exception in thread Thread-3 (_pin_memory_loop):"),
+             ("Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:678",)),
+    _context("failed-exit", r"(?i)(?:exit ?code|exit status|exited with (?:code|status))\s*[:=]?\s*(?P<code>-?[1-9]\d*)",
+             ("srun: error: gpu-b200-014: task 0: Exited with exit code 1", "  exitcode  : -9 (pid: 71219)"),
+             ("exit code: 0", "exited with code 0")),
+    _context("failed-signal", r"(?i)(?:Segmentation fault|core dumped|Aborted \(core|fatal error|Fatal Python error|\bKilled\b)",
+             ("[HOST:12252] Signal: Segmentation fault (11)", "Fatal Python error: Aborted"), ("Killing subprocess 51872",)),
+    _context("failed-word", r"(?:\bERROR\b|\bFATAL\b|\bCRITICAL\b|\berror: )",
+             ("[2024-06-14 10:29:06,402] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -6)",),
+             ("0 errors, 0 warnings",)),
 )
 
 FRAME_SIGNATURES = ("frame", "frame-backward")
 STACK_FRAME = "stack-frame"
 TRACEBACK_HEADER = "failed-traceback"
 HANG_STACK_MARKER = "hang-stack-marker"
-HOST_PAIRS = ("host-rank-pair", "host-rank-node-pair", "host-mpirun-rank")  # lines naming a rank and its host
+HOST_PAIRS = ("host-rank-pair", "host-rank-node-pair", "host-mpirun-rank", "rank-host-declared")  # lines naming a rank and its host
 HOST_SIGNATURES = ("host-table-row", "host-srun-task", "host-slurm-cancel", "host-running-on", "host-prompt",
                    "host-ray-node-ip", "host-ray-pid-ip", *HOST_PAIRS)
 LAUNCHER_WORLD = "launcher-world-info"
@@ -82,5 +218,14 @@ LAUNCHER_NPROC = "launcher-nproc"
 NONFATAL = "nonfatal-exception"
 LAUNCHER_FAILED = ("launcher-failed", "launcher-failed-deepspeed", "launcher-failed-spawn", "launcher-failed-srun")
 LAUNCHER_NODE = "launcher-node"
-DEVICE_BUS = ("device-nccl-bus", "device-smi-bus")
+DEVICE_BUS = ("device-nccl-bus", "device-smi-bus", "device-smi-table-bus")
+DEVICE_PROCESS = "device-smi-process"
+DEVICE_EVENT_PID = "device-xid-pid"
+WORLD_SIZE = "world-size-declared"
+LAUNCHER_SIZE = "launcher-size"
+RANK_DECLARED = "rank-declared"
+MISSING_RANKS = "missing-ranks"
+JOB_INTERRUPTED = "job-interrupted"
+JOB_SUCCEEDED = "job-succeeded"
+JOB_RESTARTED = "job-restarted"
 FAILURE_SIGNATURES = (*LAUNCHER_FAILED, "failed-traceback", "failed-exit", "failed-signal", "failed-word")

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..ingest.attribution import LinePrefix, PathHints, hints_from_path, parse_prefix
+from ..ingest.attribution import LinePrefix, PathHints, hints_from_path, leading_rank, parse_prefix
 from ..ingest.reader import Block, ReadStats, Unreadable, read_blocks
 from ..ingest.sources import InputFile
 from ..ingest.timestamps import Clock
@@ -68,6 +68,7 @@ class FileScan:
     global_ranks: set = field(default_factory=set)
     local_to_global: Counter = field(default_factory=Counter)
     nccl_hosts: dict = field(default_factory=dict)  # local rank -> host
+    nccl_pids: dict = field(default_factory=dict)  # (host, cudaDev) -> (pid, line) of NCCL's first line for it
     worker_pids: dict = field(default_factory=dict)  # pid -> the rank a Ray/vLLM worker says it is
     srun_tasks: set = field(default_factory=set)  # srun --label task ids seen
     tasks_are_nodes: bool = False  # the srun tasks wrap [rankN]/[defaultN] prefixes of other numbers
@@ -167,7 +168,7 @@ class Scanner:
             scan.global_ranks.update(tasks)
         new_locals = [local for local in nccl_locals if local < NCCL_LOCALS and local not in scan.nccl_hosts]
         if new_locals:
-            _nccl_census(data, new_locals, scan.nccl_hosts)
+            _nccl_census(data, new_locals, scan, block.first_line)
 
     def _scan_block(self, block: Block, scan: FileScan) -> None:
         data = block.data
@@ -208,6 +209,7 @@ class Scanner:
         satisfied: set = set()  # streams with all the lines wanted
         end, line_number = len(data), block.first_line + block.line_count - 1
         several = _several_streams(scan)
+        text_ranks = False  # lines that name their rank in the message: walk the whole window
         for _ in range(window):
             if end <= 0 and line_number < block.first_line:
                 break
@@ -217,6 +219,10 @@ class Scanner:
                 line = _display_text(raw[:2000].decode("utf-8", "replace"))
                 prefix = parse_prefix(line)
                 stream = _stream_of(prefix)  # the same key in every chunk of a growing file
+                if stream is None and not several and scan.hints.rank is None and scan.hints.local_rank is None:
+                    named = leading_rank(line[prefix.offset:])
+                    if named is not None:
+                        stream, text_ranks = (None, named), True
                 kept = found.setdefault(stream, [])
                 steps = progress.setdefault(stream, [])
                 wanted_line = len(kept) < TAIL_LINES
@@ -231,11 +237,13 @@ class Scanner:
                         steps.append(kept_line)
                     if (stream is not None or not several) and len(kept) >= TAIL_LINES and len(steps) >= PROGRESS_TAIL_LINES:
                         satisfied.add(stream)
-                        if len(satisfied) >= wanted:
+                        if len(satisfied) >= wanted and not text_ranks:
                             break
             if start == 0:
                 break
             end, line_number = start - 1, line_number - 1
+        if text_ranks:
+            _merge_lone_text_rank(found, progress)
         for stream, lines in found.items():
             scan.tails[stream] = (scan.tails.get(stream, []) + lines[::-1])[-TAIL_LINES:]
         for stream, lines in progress.items():
@@ -342,6 +350,20 @@ class Scanner:
         return None
 
 
+def _merge_lone_text_rank(found: dict, progress: dict) -> None:
+    """Lines that name their rank in the message make that rank's stream only when several ranks
+    do so (a console where every rank logs `Rank N step K`); one process that writes its own rank
+    into some messages keeps a single stream. Both walks went from the end backwards."""
+    named = [stream for stream in found if stream is not None and stream[0] is None and isinstance(stream[1], int)]
+    if len(named) >= 2:
+        return
+    for kept in (found, progress):
+        for stream in named:
+            lines = kept.pop(stream, [])
+            if lines:
+                kept[None] = sorted(kept.get(None, []) + lines, key=lambda item: -item[0])[:TAIL_LINES if kept is found else PROGRESS_TAIL_LINES]
+
+
 def _prefix_census(block: Block) -> set:
     """Distinct (role, local, global) launcher prefixes of a block's lines."""
     data = block.data
@@ -359,8 +381,8 @@ def _prefix_census(block: Block) -> set:
     return found
 
 
-def _nccl_census(data: bytes, nccl_locals, hosts: dict) -> None:
-    """For each local rank L given, the host of the first `host:pid:tid [L] NCCL` line."""
+def _nccl_census(data: bytes, nccl_locals, scan: FileScan, first_line: int) -> None:
+    """For each local rank L given, the host and pid of the first `host:pid:tid [L] NCCL` line."""
     for local in sorted(nccl_locals):
         needle = b" [%d] NCCL " % local
         position = data.find(needle)
@@ -368,7 +390,10 @@ def _nccl_census(data: bytes, nccl_locals, hosts: dict) -> None:
             start = data.rfind(b"\n", 0, position) + 1
             found = _NCCL_LINE.match(b"\n" + data[start:position + len(needle)])
             if found:
-                hosts[local] = found.group(1).decode("utf-8", "replace")
+                host = found.group(1).decode("utf-8", "replace")
+                scan.nccl_hosts[local] = host
+                line = first_line + data.count(b"\n", 0, start)
+                scan.nccl_pids.setdefault((host, local), (int(found.group(2)), line))
                 break
             position = data.find(needle, position + 1)
 

@@ -45,20 +45,22 @@ class IncrementalScan:
         stats.invalid_utf8 = stats.invalid_utf8 or chunk.stats.invalid_utf8
         new_hits = [self._placed(hit, first_line) for hit in chunk.hits]
         self.scan.hits.extend(new_hits)
-        self._merge_census(chunk)
+        self._merge_census(chunk, first_line)
         return new_hits
 
     @staticmethod
     def _placed(hit: RawHit, first_line: int) -> RawHit:
         return replace(hit, line=hit.line + first_line - 1)
 
-    def _merge_census(self, chunk: FileScan) -> None:
+    def _merge_census(self, chunk: FileScan, first_line: int) -> None:
         scan = self.scan
         scan.local_ranks |= chunk.local_ranks
         scan.global_ranks |= chunk.global_ranks
         scan.local_to_global.update(chunk.local_to_global)
         for local, host in chunk.nccl_hosts.items():
             scan.nccl_hosts.setdefault(local, host)
+        for device, (pid, line) in chunk.nccl_pids.items():
+            scan.nccl_pids.setdefault(device, (pid, line + first_line - 1))
         # the chunk started from this scan's times (see FileScan.resumed): its are the latest
         scan.first_time = chunk.first_time
         scan.last_time = chunk.last_time

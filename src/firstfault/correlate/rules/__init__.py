@@ -40,6 +40,20 @@ class Decision:
     failure_class: str = ""  # the job's core class when a rule decided it differs from the entry's
     action: str | None = None  # restart | exclude-host-and-restart | fix-and-rerun
     action_detail: tuple = ()  # (key, value) pairs: hosts, commands
+    restart: Match | None = None  # the restart the job went on from: what failed before it was recovered from
+    stopped_by_hand: bool = False  # the job ended by Ctrl-C: it cannot be called healthy
+
+    def current(self, match: Match) -> bool:
+        """Whether a line belongs to the run after the restart the job recovered with (all do
+        when there was none)."""
+        if self.restart is None:
+            return True
+        first, restart = match.line.origin, self.restart.line.origin
+        if first.source == restart.source:
+            return first.line > restart.line
+        if first.time is not None and restart.time is not None:
+            return first.time > restart.time
+        return True
 
     def with_because(self, rule: str, text: str, evidence=(), note: str = "", **changes) -> "Decision":
         cited = tuple(_cite(item) for item in evidence if item is not None)

@@ -136,6 +136,53 @@ def _timed_out_and_disconnected(facts: Facts) -> tuple[set, set]:
     return timed_out, disconnected
 
 
+EPOCH_END_WORDS = ("epoch", "ending", "end of", "completed", "finished", "maximum number of steps", "summary", "validat",
+                   "evaluat", "averaged")
+
+
+def _after_epoch_end(facts: Facts, after: float) -> Match | None:
+    """A line the job printed after the ranks' last step that says the epoch (or the data) ended."""
+    from .progress import activity_match
+
+    for stream in facts.activity:
+        for line in stream.lines:
+            if line.time is not None and line.time > after and any(word in line.text.lower() for word in EPOCH_END_WORDS):
+                return activity_match(stream, UNEVEN, line)
+    return None
+
+
+@rule("hang-step-behind")
+def step_behind(facts: Facts, decision: Decision) -> Decision | None:
+    """The job hung and one rank's last step is behind the step every other rank reached: it ran
+    out of batches one step early when the others then ended their epoch (uneven batches), else
+    it fell behind (a straggler)."""
+    steps = {rank: row.progress for rank, row in facts.rows.items() if row.progress is not None}
+    counted = {rank: counter for rank, (line, _source) in steps.items() if (counter := _counter(line.text)) is not None}
+    if len(counted) < 2 or len(counted) != len(facts.rows):
+        return None
+    highest = max(counted.values())
+    behind = [rank for rank, step in counted.items() if step < highest]
+    if len(behind) != 1:
+        return None
+    rank = behind[0]
+    line, _source = steps[rank]
+    others_last = max((steps[other][0].time for other in counted if other != rank and steps[other][0].time is not None),
+                      default=None)
+    epoch_end = _after_epoch_end(facts, others_last) if others_last is not None else None
+    failure_id = UNEVEN if epoch_end is not None else STRAGGLER
+    reason = (f"rank {rank} stopped at step {counted[rank]} while every other rank reached step {highest}"
+              + (f" and then ended its epoch ({epoch_end.line.text.strip()[:80]!r}): rank {rank} had fewer batches"
+                 if epoch_end is not None else ""))
+    return hang_decision(facts, decision, "hang-step-behind", failure_id, rank, reason, None,
+                         [epoch_end] if epoch_end is not None else ())
+
+
+def _counter(text: str) -> int | None:
+    from ...match.progress_lines import counter_of
+
+    return counter_of(text)
+
+
 @rule("hang-alone-in-barrier")
 def alone_in_barrier(facts: Facts, decision: Decision) -> Decision | None:
     """One rank timed out in a barrier while the others only lost it: it ran out of batches first."""
@@ -178,6 +225,29 @@ def never_joined(facts: Facts, decision: Decision) -> Decision | None:
     rank = missing[0]
     return hang_decision(facts, decision, "hang-never-joined", STRAGGLER, rank,
                          f"rank {rank} never joined the collective the others timed out in", None)
+
+
+FIRST_SEQUENCE = 1  # NCCL numbers a process group's collectives from 1 (0 in some versions)
+
+
+@rule("hang-first-collective")
+def first_collective(facts: Facts, decision: Decision) -> Decision | None:
+    """Every rank of a one-node job timed out in its very first collective (SeqNum 1, nothing
+    completed): no rank was late, the GPUs never exchanged data. That is the intra-node transport
+    (P2P over PCIe or NVLink) failing silently, the knowledge base's nccl-p2p-failure symptom."""
+    from ..ids import P2P_FAILURE
+
+    sequences = [int(m.captures["seq"]) for m in facts.timeouts if str(m.captures.get("seq", "")).isdigit()]
+    timed_out = {m.line.origin.rank for m in facts.timeouts if m.line.origin.rank is not None}
+    hosts = {host for host in (*facts.inputs.hosts, *facts.identity.named) if host}
+    if len(timed_out) < 2 or not sequences or max(sequences) > FIRST_SEQUENCE or len(hosts) > 1:
+        return None
+    if set(facts.rows) - timed_out:
+        return None  # a rank that did not time out may simply be late
+    first = min(facts.timeouts, key=time_key)
+    reason = (f"all {len(timed_out)} ranks timed out in their first collective (SeqNum {max(sequences)}) on one node: "
+              "no rank was late, the GPUs never exchanged data")
+    return hang_decision(facts, decision, "hang-first-collective", P2P_FAILURE, None, reason, first)
 
 
 @rule("hang-all-timed-out")

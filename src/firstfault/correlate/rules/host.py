@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from ...match.context import HOST_SIGNATURES
 from ..facts import Facts
+from ..identity import LOCAL_NAMES
 from . import Decision, rule
-
-LOCAL_NAMES = {"localhost", "127.0.0.1", "0.0.0.0", "::1", "localhost.localdomain"}
 
 
 def needs_host(facts: Facts, decision: Decision) -> bool:
@@ -35,21 +34,22 @@ def named_on_its_line(facts: Facts, decision: Decision) -> Decision | None:
 def host_of_rank(facts: Facts, decision: Decision) -> Decision | None:
     """The logs pair the initiating rank with a host (failure table, init line, mpirun, srun task)."""
     rank = initiating_rank(decision)
-    host, how = facts.hosts.host_of(rank, len(facts.inputs.ranks))
-    if host is None or host in LOCAL_NAMES:
+    named = facts.identity.host_of(rank, len(facts.inputs.ranks))
+    if named is None or named.value in LOCAL_NAMES:
         return None
-    return decision.with_because("host-of-rank", f"rank {rank} ran on host {host}: {how}", host=host)
+    return decision.with_because("host-of-rank", f"rank {rank} ran on host {named.value}: {named.how}",
+                                 named.evidence, host=named.value)
 
 
 @rule("host-only-one")
 def only_host(facts: Facts, decision: Decision) -> Decision | None:
     """Every host the logs name is the same one, and the failing rank is on the first node."""
-    named = [host for host in facts.hosts.named if host not in LOCAL_NAMES]
+    named = [host for host in facts.identity.named if host not in LOCAL_NAMES]
     seen = set(named) | {host for host in facts.inputs.hosts if host not in LOCAL_NAMES}
     if len(named) != 1 or len(seen) != 1:
         return None
     rank = initiating_rank(decision)
-    world = facts.hosts.local_world
+    world = facts.identity.local_world
     if rank is not None and world and rank >= world:
         return None  # a rank of another node than the one the logs name
     return decision.with_because("host-only-one", f"the logs name one host only, {named[0]}", host=named[0])

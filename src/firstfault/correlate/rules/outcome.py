@@ -13,8 +13,11 @@ FAILURE_SIGNS = tuple(name for name in FAILURE_SIGNATURES if name != "failed-wor
 
 @rule("survived-errors")
 def survived_errors(facts: Facts, decision: Decision) -> Decision | None:
-    """Every root error is generic, the run kept writing long after it, and nothing failed."""
-    if not facts.roots or facts.symptoms or facts.collateral:
+    """Every root error is generic, the run kept writing long after it, and nothing failed (nor
+    was the job stopped by hand)."""
+    from .ending import interrupts
+
+    if not facts.roots or facts.symptoms or facts.collateral or interrupts(facts):
         return None
     if any(m.signature.name in (*LAUNCHER_FAILED, "failed-exit", "failed-signal") for m in facts.matches):
         return None
@@ -29,20 +32,28 @@ def survived_errors(facts: Facts, decision: Decision) -> Decision | None:
                                  note=text, status="healthy")
 
 
-def _live_signs(facts: Facts) -> list:
+def _live_signs(facts: Facts, decision: Decision) -> list:
     """Failure signs (a traceback, a non-zero exit) the same process did not go on from."""
     from .progress import outlived
 
-    return [m for m in facts.matches if m.signature.name in FAILURE_SIGNS and not outlived(facts, m)]
+    return [m for m in facts.matches if m.signature.name in FAILURE_SIGNS and decision.current(m)
+            and not outlived(facts, m)]
 
 
 @rule("nothing-failed")
 def nothing_failed(facts: Facts, decision: Decision) -> Decision | None:
-    """No error, no failure sign the run did not outlive: the run is healthy."""
-    if facts.collateral or _live_signs(facts):
+    """No error, no failure sign the run did not outlive, and the job was not stopped by hand:
+    the run is healthy."""
+    from .ending import interrupts
+
+    if any(decision.current(m) for m in facts.collateral) or _live_signs(facts, decision):
+        return None
+    if any(decision.current(m) for m in interrupts(facts)):
         return None
     text = "no line of the logs shows a failure"
-    if facts.roots or facts.symptoms:
+    if decision.restart is not None:
+        text = "the job restarted and went on, and nothing failed after the restart"
+    elif facts.roots or facts.symptoms:
         text = "every error was followed by training progress and nothing failed afterwards"
     return decision.with_because("nothing-failed", text, status="healthy")
 

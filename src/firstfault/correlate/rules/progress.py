@@ -157,10 +157,15 @@ def _duration(seconds: float) -> str:
 
 @rule("external-stop-ended-a-hang")
 def stop_ended_hang(facts: Facts, decision: Decision) -> Decision | None:
-    """An external stop is the cause only when the ranks were making progress until it came: after
-    a long silence it only ended a hang."""
+    """An external stop (the scheduler's, or Ctrl-C) is the cause only when the ranks were making
+    progress until it came: after a long silence it only ended a hang."""
+    from .ending import interrupts
+
     stops = _stop_incidents(facts, decision)
     timed = [incident.first for incident in stops if incident.first.line.origin.time is not None]
+    timed += [match for match in interrupts(facts) if match.line.origin.time is not None and decision.current(match)]
+    own = [match for match in timed if not match.line.origin.time_inherited]
+    timed = own or timed  # a time carried from an earlier line only says the stop came after it
     if not timed:
         return None
     stop = min(timed, key=time_key)

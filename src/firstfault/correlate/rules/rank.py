@@ -6,7 +6,8 @@ import re
 
 from ...match.context import LAUNCHER_FAILED
 from ...model import Match
-from ..devices import bus_of, rank_for_bus
+from ..devices import bus_of
+from ..identity import bus_key, pid_key
 from ..events import time_key
 from ..facts import Facts, SIGTERM_CODES
 from ..ids import EXTERNAL_STOP
@@ -60,13 +61,16 @@ def _pid_named(match: Match) -> int | None:
 
 @rule("rank-from-pid")
 def rank_from_pid(facts: Facts, decision: Decision) -> Decision | None:
-    """The line names a pid that a launcher report or a worker file ties to a rank."""
+    """The line names a pid that the identity map ties to a rank (a launcher report, a worker's
+    prefix or file, NCCL's prefix and init line, nvidia-smi's process table)."""
     for match in _same_event(facts, decision.initiating):
         pid = _pid_named(match)
-        if pid is not None and pid in facts.pid_ranks:
+        named = facts.identity.rank_of(pid_key(pid, match.line.origin.host)) if pid is not None else None
+        if named is not None:
             origin = match.line.origin
-            return _named(decision, "rank-from-pid", facts.pid_ranks[pid],
-                          f"is the process (pid {pid}) the log names at {origin.source}:{origin.line}", [match])
+            return _named(decision, "rank-from-pid", named.value,
+                          f"is the process (pid {pid}) the log names at {origin.source}:{origin.line} ({named.how})",
+                          [match, *named.evidence[:2]])
     return None
 
 
@@ -76,10 +80,88 @@ def rank_from_bus(facts: Facts, decision: Decision) -> Decision | None:
     bus = bus_of(decision.initiating)
     if bus is None:
         return None
-    rank = rank_for_bus(bus, decision.initiating.line.origin.host, list(facts.matches))
-    if rank is None:
+    named = facts.identity.rank_of(bus_key(bus, decision.initiating.line.origin.host))
+    if named is None:
         return None
-    return _named(decision, "rank-from-bus", rank, f"drives the GPU on PCI bus {bus} that the line names", [decision.initiating])
+    return _named(decision, "rank-from-bus", named.value,
+                  f"drives the GPU on PCI bus {bus} that the line names ({named.how})",
+                  [decision.initiating, *named.evidence[:2]])
+
+
+@rule("rank-from-device-index")
+def rank_from_device_index(facts: Facts, decision: Decision) -> Decision | None:
+    """The line names the GPU it ran on (`GPU 2;`, `cuda:2`); the identity map says which rank
+    drives that GPU (on one node with one process per GPU, local rank = GPU index = rank)."""
+    from ...ingest.attribution import device_mentioned
+    from ..identity import gpu_key
+
+    match = decision.initiating
+    index = device_mentioned(match.line.text)
+    if index is None or len(facts.rows) < 2:
+        return None
+    named = facts.identity.rank_of(gpu_key(index, match.line.origin.host))
+    if named is not None:
+        return _named(decision, "rank-from-device-index", named.value,
+                      f"drives GPU {index}, the device the line names ({named.how})", [match, *named.evidence[:2]])
+    hosts = {host for host in (*facts.inputs.hosts, *facts.identity.named) if host}
+    if len(hosts) <= 1 and index in facts.rows:
+        return _named(decision, "rank-from-device-index", index,
+                      f"runs on GPU {index}, the device the line names (one node, one process per GPU)", [match])
+    return None
+
+
+@rule("rank-complement")
+def complement(facts: Facts, decision: Decision) -> Decision | None:
+    """Every other rank of the job is accounted for and one is not: the others timed out or lost
+    their peer waiting (or still had their process in a GPU snapshot taken during the hang), so
+    the failure that names no rank is the missing one's."""
+    from ..rank_table import WAITING
+
+    rows = facts.rows
+    gone = [rank for rank, row in rows.items() if row.ended == "gone"]
+    if len(gone) == 1:
+        row = rows[gone[0]]
+        return _named(decision, "rank-complement", gone[0],
+                      "is the one rank whose process was gone from the GPU snapshot taken during the hang",
+                      [decision.initiating, row.ended_match])
+    waiting = [rank for rank, row in rows.items() if row.ended in WAITING]
+    others = [rank for rank, row in rows.items() if row.ended not in (*WAITING, "stopped")]
+    if len(others) != 1 or len(waiting) < 2:
+        return None
+    first_wait = min((rows[rank].ended_match for rank in waiting), key=time_key)
+    return _named(decision, "rank-complement", others[0],
+                  f"is the one rank of {len(rows)} that did not time out or lose its peer waiting "
+                  f"(ranks {_listed(waiting)} did)", [decision.initiating, first_wait])
+
+
+def _listed(ranks: list[int]) -> str:
+    from ...render.diagnosis_text import ranks_text
+
+    return ranks_text(sorted(ranks))
+
+
+@rule("rank-from-device-event")
+def rank_from_device_event(facts: Facts, decision: Decision) -> Decision | None:
+    """A GPU error that names no rank, and the kernel's GPU events on the job's hosts name the
+    process (by pid) of exactly one rank: the error is that rank's."""
+    from ...match.context import DEVICE_EVENT_PID
+
+    if facts.relations.category(decision.primary) != "device":
+        return None
+    named = {}
+    for match in facts.matches:
+        if match.signature.name != DEVICE_EVENT_PID:
+            continue
+        # the pid says whose channel faulted: an event naming another process (an earlier run on
+        # the same GPU) is not this job's, whatever its bus
+        found = facts.identity.rank_of(pid_key(int(match.captures["pid"]), match.line.origin.host))
+        if found is not None:
+            named.setdefault(found.value, (match, found))
+    if len(named) != 1:
+        return None
+    rank, (event, found) = next(iter(named.items()))
+    return _named(decision, "rank-from-device-event", rank,
+                  f"is the process the kernel's GPU event names ({found.how})", [event, *found.evidence[:2]])
 
 
 @rule("rank-from-same-fault-nearby")

@@ -6,13 +6,16 @@ from . import Decision, Stage, run_stage
 from .action import action_from_entry
 from .consequences import consequences, crash_took_down_peers
 from .host import host_of_rank, named_on_its_line, needs_host, only_host
-from .hang import (all_timed_out, alone_in_barrier, different_collectives, late_arrival, never_joined,
-                   sequence_behind, stacks_differ)
+from .ending import job_finished, restarted_and_went_on
+from .hang import (all_timed_out, alone_in_barrier, different_collectives, first_collective, late_arrival,
+                   never_joined, sequence_behind, stacks_differ, step_behind)
 from .outcome import failed_unexplained, nothing_failed, survived_errors
 from .primary import earliest_root, specific_symptom, strongest_symptom
 from .progress import hang_unattributed, hung, outlived_by_progress, silent_first, stop_after_fault, stop_ended_hang
-from .rank import launcher_first, needs_rank, odd_one_out, only_process, rank_from_bus, rank_from_pid, same_fault_nearby
-from .teardown import after_first_timeout, after_launcher_report, explained_by_another, loopback_across_hosts
+from .rank import (complement, launcher_first, needs_rank, odd_one_out, only_process, rank_from_bus, rank_from_device_event,
+                   rank_from_device_index, rank_from_pid, same_fault_nearby)
+from .teardown import (after_first_timeout, after_launcher_report, explained_by_another, loopback_across_hosts,
+                       waiting_for_failed_rank)
 
 
 def _undecided(facts: Facts, decision: Decision) -> bool:
@@ -24,16 +27,19 @@ def _failure(facts: Facts, decision: Decision) -> bool:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("healthy", (survived_errors,), first_only=True),
-    Stage("filter", (loopback_across_hosts, after_first_timeout, after_launcher_report, outlived_by_progress,
-                     stop_after_fault, stop_ended_hang, explained_by_another),
+    Stage("ending", (job_finished,), first_only=True),
+    Stage("healthy", (survived_errors,), first_only=True, when=_undecided),
+    Stage("filter", (restarted_and_went_on, loopback_across_hosts, after_first_timeout, after_launcher_report, outlived_by_progress,
+                     stop_after_fault, stop_ended_hang, waiting_for_failed_rank, explained_by_another),
           when=_undecided),
     Stage("primary", (specific_symptom, earliest_root, strongest_symptom), first_only=True, when=_undecided),
-    Stage("hang", (sequence_behind, different_collectives, stacks_differ, alone_in_barrier, late_arrival, never_joined, silent_first,
+    Stage("hang", (sequence_behind, different_collectives, stacks_differ, alone_in_barrier, late_arrival, never_joined,
+                   step_behind, silent_first, first_collective,
                    all_timed_out, hang_unattributed), first_only=True, when=hung),
     Stage("outcome", (nothing_failed, failed_unexplained), first_only=True, when=_undecided),
     Stage("initiating", (odd_one_out,), when=_failure),
-    Stage("rank", (rank_from_pid, rank_from_bus, same_fault_nearby, only_process, launcher_first),
+    Stage("rank", (rank_from_pid, rank_from_bus, rank_from_device_index, same_fault_nearby, complement,
+                   rank_from_device_event, only_process, launcher_first),
           first_only=True, when=needs_rank),
     Stage("host", (named_on_its_line, host_of_rank, only_host), first_only=True, when=needs_host),
     Stage("consequences", (consequences, crash_took_down_peers), when=_failure),

@@ -40,19 +40,30 @@ def _dropping(decision: Decision, roots: tuple, symptoms: tuple, boundary: Match
     return decision.with_because(rule_id, f"{dropped} error(s) {why}", [boundary], roots=roots, symptoms=symptoms)
 
 
+def _timeout_time(match: Match) -> tuple:
+    """When a timeout fired, as far as the logs tell: its own time; or, when it carries none and
+    inherits the time of the rank's previous line, that time plus the wait the line states
+    (`Timeout(ms)=600000`): the rank blocked in the collective after printing that line."""
+    key = time_key(match)
+    waited = match.captures.get("timeout_ms") or match.captures.get("ran_ms")
+    if match.line.origin.time_inherited and waited and str(waited).isdigit():
+        return (key[0] + int(waited) / 1000.0, key[1])
+    return key
+
+
 @rule("teardown-after-first-timeout")
 def after_first_timeout(facts: Facts, decision: Decision) -> Decision | None:
     """Errors that begin after the first collective timeout are its consequences."""
     if not facts.timeouts:
         return None
     timed = [match for match in facts.timeouts if match.line.origin.time is not None]
-    first = min(timed, key=time_key) if timed else facts.timeouts[0]
+    first = min(timed, key=_timeout_time) if timed else facts.timeouts[0]
     # a process's own errors after its own timeout (the watchdog's abort) are its teardown, timed or not
     own: dict = {}
     for match in facts.timeouts:
         key = (match.line.origin.source, match.line.origin.rank)
         own[key] = min(own.get(key, match.line.origin.line), match.line.origin.line)
-    roots, symptoms = _narrowed(decision, time_key(first) if timed else None, CONSEQUENCE_SLACK_SECONDS, own)
+    roots, symptoms = _narrowed(decision, _timeout_time(first) if timed else None, CONSEQUENCE_SLACK_SECONDS, own)
     # an abort whose reason, printed on the next lines (`what(): ... Watchdog caught collective
     # operation timeout`), is a timeout: the watchdog ending that process
     reasons = {(m.line.origin.source, m.line.origin.line) for m in facts.collateral}
@@ -113,6 +124,40 @@ def explained_by_another(facts: Facts, decision: Decision) -> Decision | None:
         symptoms=tuple(m for m in decision.symptoms if m not in explained_symptoms))
 
 
+MISSING_AFTER_LINES = 12  # a stall warning lists the ranks it waits for on the lines after it
+
+
+@rule("waiting-for-a-failed-rank")
+def waiting_for_failed_rank(facts: Facts, decision: Decision) -> Decision | None:
+    """A rank that reported waiting for others (Horovod's stall warning, with the ranks it waited
+    for listed after it) only waited: when those ranks raised errors of their own, the wait is a
+    consequence of their failure."""
+    from ...match.context import MISSING_RANKS
+
+    failed = {incident.rank for incident in decision.roots if incident.rank is not None}
+    lists = [m for m in facts.matches if m.signature.name == MISSING_RANKS]
+    if not failed or not lists:
+        return None
+
+    def waited_for(match: Match) -> set:
+        origin = match.line.origin
+        return {int(rank) for listed in lists if listed.line.origin.source == origin.source
+                and listed.line.origin.rank == origin.rank and 0 <= listed.line.origin.line - origin.line <= MISSING_AFTER_LINES
+                for rank in listed.captures["ranks"].replace(" ", "").split(",")}
+
+    waiting_roots = [i for i in decision.roots if (waited_for(i.first) & failed) - {i.rank}]
+    waiting_symptoms = [m for m in decision.symptoms if (waited_for(m) & failed) - {m.line.origin.rank}]
+    if not waiting_roots and not waiting_symptoms:
+        return None
+    example = waiting_roots[0].first if waiting_roots else waiting_symptoms[0]
+    named = sorted(waited_for(example) & failed)
+    text = (f"rank {example.line.origin.rank} only waited for rank(s) {', '.join(map(str, named))}, which failed with "
+            f"errors of their own: its {example.entry_id} report is a consequence")
+    return decision.with_because("waiting-for-a-failed-rank", text, [example],
+                                 roots=tuple(i for i in decision.roots if i not in waiting_roots),
+                                 symptoms=tuple(m for m in decision.symptoms if m not in waiting_symptoms))
+
+
 def _clearly_before(match: Match, boundary: Match) -> bool:
     origin, other = match.line.origin, boundary.line.origin
     return (origin.time is not None and other.time is not None and not origin.time_inherited
@@ -131,7 +176,7 @@ def loopback_across_hosts(facts: Facts, decision: Decision) -> Decision | None:
     from ...match.context import NCCL_LOOPBACK
     from ..ids import VIRTUAL_INTERFACE
 
-    hosts = set(facts.inputs.hosts) | set(facts.hosts.named)
+    hosts = set(facts.inputs.hosts) | set(facts.identity.named)
     loopbacks = [m for m in facts.matches if m.signature.name == NCCL_LOOPBACK]
     if len(hosts) < 2 or not loopbacks:
         return None
