@@ -129,7 +129,10 @@ def test_paste_a_multi_rank_log(page, server):
     assert timeline.locator("circle.mark.first").count() == 1
     assert timeline.locator("rect.mark.collateral").count() >= 3
     labels = timeline.locator("text.row-label").all_text_contents()
-    assert {"rank 0", "rank 1", "rank 2", "rank 3"} <= set(labels)
+    assert {"rank 0", "rank 1", "rank 2", "rank 3"} <= {label.split(" · ")[0] for label in labels}
+    assert "rank 1 · failed" in labels  # each row says how its rank ended (the rank table)
+    # the rank table, collapsed to the ranks that differ
+    assert "failed" in page.inner_text("#ranks") and "rank" in page.inner_text("#ranks").lower()
     first_y = float(timeline.locator("circle.mark.first").get_attribute("cy"))
     rank1_y = float(timeline.locator("text.row-label", has_text="rank 1").get_attribute("y")) - 4
     assert abs(first_y - rank1_y) < 1

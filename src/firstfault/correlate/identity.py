@@ -271,17 +271,32 @@ def build_identity(matches: list[Match], scans=(), local_world: int | None = Non
     return IdentityMap(links, _world_size(matches), ranks, _named_hosts(matches), _task_hosts(matches), local_world)
 
 
+def _first_line(scan, rank: int | None = None, text: str = "") -> tuple[str, int] | None:
+    """A line of the file (among those the scan kept) written by `rank` or containing `text`:
+    what a link read from the file's census cites."""
+    for hit in scan.hits:
+        if (rank is None or hit.prefix.rank == rank) and text in hit.text:
+            return (scan.input.display, hit.line)
+    return None
+
+
 def _links_from_scans(scans, file_hosts: dict) -> list[Link]:
     links = []
     for scan in scans:
         source = scan.input.display
         for pid, rank in scan.worker_pids.items():
             links.append(Link((pid_key(pid), rank_key(rank)), how="the worker's prefix names its pid and rank",
-                              where=(source, 0), weight=STRONG))
+                              where=_first_line(scan, text=f"pid={pid}"), weight=STRONG))
         if scan.hints.pid is not None and len(scan.global_ranks) == 1:
             links.append(Link((pid_key(scan.hints.pid), rank_key(next(iter(scan.global_ranks)))),
-                              how="the worker's file names its pid", where=(source, 0), weight=STRONG))
-        for (host, device), (pid, line) in getattr(scan, "nccl_pids", {}).items():
+                              how="the worker's file names its pid", where=_first_line(scan), weight=STRONG))
+        host = file_hosts.get(source)
+        if host and scan.global_ranks:
+            for rank in scan.global_ranks:
+                where = _first_line(scan, rank)
+                if where is not None:
+                    links.append(Link((rank_key(rank),), host, "the rank's lines are in that host's file", where))
+        for (host, device), (pid, line) in scan.nccl_pids.items():
             links.append(Link((pid_key(pid, host), gpu_key(device, host)), host=host,
                               how="NCCL's line prefix names the process and its GPU", where=(source, line)))
     return links

@@ -15,12 +15,13 @@ from ..match.progress_lines import counter_of
 from ..model import Match, RankRow
 from .events import time_key
 from .hangs import is_disconnect, op_for
-from .identity import gpu_key, pid_key
+from .identity import LOCAL_NAMES, gpu_key, pid_key
 from .ids import PEER_CRASH
 
 # How a rank ended, strongest evidence first: a rank with its own error "failed", and one that timed
 # out waiting "timed out", even if its launcher later killed it or the watchdog aborted it.
-ENDINGS = ("failed", "timed out", "lost a peer", "killed", "crashed", "gone", "interrupted", "stopped", "silent", "unknown")
+ENDINGS = ("failed", "timed out", "lost a peer", "killed", "crashed", "gone", "interrupted", "stopped", "running",
+           "silent", "unknown")
 WAITING = ("timed out", "lost a peer")  # it ended waiting for another rank
 STOPPED_CODES = ("-15", "15", "143")
 KILLED_CODES = ("-9", "9", "137")
@@ -47,7 +48,9 @@ def job_ranks(facts) -> list[int]:
     """Every rank the job has, as far as the logs show: ranks seen, ranks the identity map knows,
     and 0..N-1 where the job's size N is declared."""
     ranks = set(facts.inputs.ranks) | set(facts.identity.ranks)
-    ranks |= {stream.rank for stream in facts.activity if stream.rank is not None and not stream.unprefixed}
+    ranks |= {stream.rank for stream in facts.activity if stream.rank is not None}
+    if ranks:
+        ranks.add(0)  # every job has a rank 0, whether or not it printed
     world = facts.identity.world
     if world is not None and world.size <= MAX_TABLE_RANKS and (not ranks or max(ranks) < world.size):
         ranks |= set(range(world.size))
@@ -58,14 +61,16 @@ def build_rows(facts) -> dict[int, _Row]:
     rows = {rank: _Row(rank) for rank in job_ranks(facts)}
     if not rows:
         return rows
+    waits = _first_waits(facts.winners)
     for match in facts.winners:
         rank = match.line.origin.rank
         row = rows.get(rank)
         if row is None:
             continue
-        if match.role != "collateral" and (row.first_error is None or time_key(match) < time_key(row.first_error)):
+        own = match.role != "collateral" and not _after_own_wait(match, waits.get(rank))
+        if own and (row.first_error is None or time_key(match) < time_key(row.first_error)):
             row.first_error = match
-        ending = _ending_of(match)
+        ending = _ending_of(match) if own or match.role == "collateral" else None
         if ending and _ends_more(row, ending, match):
             row.ended, row.ended_match = ending, match
             if ending in WAITING:
@@ -79,13 +84,16 @@ def build_rows(facts) -> dict[int, _Row]:
                                              and "KeyboardInterrupt" in match.line.text else None)
         if ending and _ends_more(row, ending, match):
             row.ended, row.ended_match = ending, match
-    for rank, match in _gone_from_snapshot(facts, rows).items():
-        if _ends_more(rows[rank], "gone", match):
-            rows[rank].ended, rows[rank].ended_match = "gone", match
+    alive = _in_snapshot(facts)
+    gone = _gone_from_snapshot(facts, rows, alive)
+    for rank, match in [*((rank, match) for rank, match in alive.items() if rank not in gone), *gone.items()]:
+        ending = "gone" if rank in gone else "running"
+        if rank in rows and _ends_more(rows[rank], ending, match):
+            rows[rank].ended, rows[rank].ended_match = ending, match
     for stream in facts.activity:
         row = rows.get(stream.rank)
-        if row is None or stream.unprefixed:
-            continue
+        if row is None:
+            continue  # (a console's unlabelled lines have no rank: the launcher's, the scheduler's)
         progress = stream.last_progress or (stream.progress[-1] if stream.progress else None)
         if progress is not None and (row.progress is None or _later(progress, row.progress[0])):
             row.progress = (progress, stream.source)
@@ -97,6 +105,26 @@ def build_rows(facts) -> dict[int, _Row]:
         if row.ended == "unknown" and row.last_seen is not None:
             row.ended = "silent"
     return rows
+
+
+def _first_waits(winners) -> dict[int, Match]:
+    """rank -> its first line of waiting for another rank (a timeout, a lost peer)."""
+    waits: dict[int, Match] = {}
+    for match in winners:
+        rank = match.line.origin.rank
+        if rank is not None and _ending_of(match) in WAITING and (rank not in waits or match.order < waits[rank].order):
+            waits[rank] = match
+    return waits
+
+
+def _after_own_wait(match: Match, wait: Match | None) -> bool:
+    """An error a rank printed after its own wait ended (the watchdog's abort) is that wait's
+    teardown, not an error of its own."""
+    if wait is None:
+        return False
+    if match.line.origin.source == wait.line.origin.source:
+        return match.line.origin.line > wait.line.origin.line
+    return time_key(match) > time_key(wait)
 
 
 def _later(line, than) -> bool:
@@ -142,35 +170,46 @@ def _collective(match: Match, frames) -> str | None:
     return op.upper() if op else (f"SeqNum={seq}" if seq else None)
 
 
-def _gone_from_snapshot(facts, rows: dict) -> dict[int, Match]:
-    """A GPU snapshot (nvidia-smi's process table) that shows the processes of all ranks but
-    one: that rank's process was gone when it was taken."""
-    processes = [m for m in facts.matches if m.signature.name == DEVICE_PROCESS]
-    if not processes:
-        return {}
+def _in_snapshot(facts) -> dict[int, Match]:
+    """The ranks whose process a GPU snapshot (nvidia-smi's process table) shows, with its row."""
     alive = {}
-    for match in processes:
+    for match in facts.matches:
+        if match.signature.name != DEVICE_PROCESS:
+            continue
         host = match.line.origin.host
         named = (facts.identity.rank_of(pid_key(int(match.captures["pid"]), host))
                  or facts.identity.rank_of(gpu_key(int(match.captures["device"]), host)))
         if named is not None:
-            alive[named.value] = match
+            alive.setdefault(named.value, match)
+    return alive
+
+
+def _gone_from_snapshot(facts, rows: dict, alive: dict) -> dict[int, Match]:
+    """A GPU snapshot that shows the processes of all ranks but one: that rank's process was gone
+    when it was taken."""
     missing = [rank for rank in rows if rank not in alive]
-    if len(missing) != 1 or len(alive) < 1 or len(alive) + 1 != len(rows):
+    if len(missing) != 1 or not alive or len(alive) + 1 != len(rows):
         return {}
-    return {missing[0]: processes[0]}
+    return {missing[0]: next(iter(alive.values()))}
 
 
-def rank_rows(facts, rows: dict[int, _Row]) -> tuple[RankRow, ...]:
-    """The table as the reports show it."""
+def rank_rows(facts, rows: dict[int, _Row], decided: tuple | None = None) -> tuple[RankRow, ...]:
+    """The table as the reports show it. `decided`: (rank, line, host) of the first fault when a
+    rule tied a line that names no rank to that rank: the table shows it failed there."""
     table = []
+    named = [host for host in facts.identity.named if host not in LOCAL_NAMES]
+    only_host = named[0] if len(named) == 1 and len(set(facts.inputs.hosts) - LOCAL_NAMES) <= 1 else None
     for rank in sorted(rows):
         row = rows[rank]
-        host = facts.identity.host_of(rank, len(rows))
+        if decided is not None and decided[0] == rank and row.first_error is None:
+            row = _Row(rank, "failed", decided[1], decided[1], row.collective, row.progress, row.last_seen)
+        named = facts.identity.host_of(rank, len(rows))
+        placed = facts.identity.host_of(rank, len(rows))
+        host = placed.value if placed else (decided[2] if decided is not None and decided[0] == rank else only_host)
         ended = row.ended_match
         progress = row.progress[0] if row.progress else None
         table.append(RankRow(
-            rank=rank, host=host.value if host else None, ended=row.ended,
+            rank=rank, host=host, ended=row.ended,
             ended_at=ended.line.origin.time if ended is not None else None,
             ended_line=(ended.line.origin.source, ended.line.origin.line) if ended is not None else None,
             last_progress=progress.text.strip()[:200] if progress else None,

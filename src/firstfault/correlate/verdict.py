@@ -33,9 +33,20 @@ def correlate(matches: list[Match], inputs: InputSummary, single_process: bool,
               source_lines: dict | None = None, relations: Relations | None = None, activity=(),
               identity=None) -> Diagnosis:
     facts = build_facts(matches, inputs, single_process, source_lines, relations, activity, identity)
-    diagnosis = diagnosis_of(facts, decide(facts))
+    decision = decide(facts)
+    diagnosis = diagnosis_of(facts, decision)
     world = facts.identity.world
-    return replace(diagnosis, ranks=rank_rows(facts, facts.rows), world_size=world.size if world else None)
+    return replace(diagnosis, ranks=rank_rows(facts, facts.rows, _decided_rank(decision)),
+                   world_size=world.size if world else None)
+
+
+def _decided_rank(decision) -> tuple | None:
+    """The rank a rule tied the first fault to, with its line and host (the table shows it failed there)."""
+    if decision.status != "failure" or decision.initiating is None or decision.rank_decided:
+        return None  # a hang verdict points at what a rank last did, not at an error of its own
+    origin = decision.initiating.line.origin
+    rank = origin.rank if origin.rank is not None else decision.rank
+    return (rank, decision.initiating, origin.host or decision.host) if rank is not None else None
 
 
 def diagnosis_of(facts: Facts, decision: Decision) -> Diagnosis:
@@ -121,8 +132,10 @@ def _finding(failure_id: str, own: list[Match], initiating: Match, where: Eviden
     ranks = sorted({m.line.origin.rank for m in own if m.line.origin.rank is not None})
     hosts = sorted({m.line.origin.host for m in own if m.line.origin.host})
     message = _fill(initiating.signature.message, initiating, where)
-    return Finding(failure_id, confidence, tuple(evidence_of(m) for m in ordered[:EVIDENCE_LINES]),
-                   tuple(ranks), tuple(hosts), len(own), message)
+    evidence = [evidence_of(m) for m in ordered[:EVIDENCE_LINES]]
+    if where is not None:
+        evidence[0] = where  # the first line, with the rank and host the rules tied it to
+    return Finding(failure_id, confidence, tuple(evidence), tuple(ranks), tuple(hosts), len(own), message)
 
 
 def _fill(template: str, match: Match, where: Evidence | None = None) -> str:

@@ -244,19 +244,9 @@ class Scanner:
             end, line_number = start - 1, line_number - 1
         if text_ranks:
             _merge_lone_text_rank(found, progress)
-        for stream, lines in found.items():
-            scan.tails[stream] = (scan.tails.get(stream, []) + lines[::-1])[-TAIL_LINES:]
-        for stream, lines in progress.items():
-            if lines:
-                scan.progress_tails[stream] = (scan.progress_tails.get(stream, []) + lines[::-1])[-PROGRESS_TAIL_LINES:]
-        # only lines within the window from the file's end count, however the file was read (at
-        # once, or chunk by chunk as it grew): the same answer either way
-        oldest = block.first_line + block.line_count - window
-        for kept in (scan.tails, scan.progress_tails):
-            for stream in list(kept):
-                kept[stream] = [line for line in kept[stream] if line[0] > oldest]
-                if not kept[stream]:
-                    del kept[stream]
+        found = {stream: lines[::-1] for stream, lines in found.items()}
+        progress = {stream: lines[::-1] for stream, lines in progress.items() if lines}
+        add_tails(scan, found, progress, block.first_line + block.line_count - 1, window)
 
     def _carry_times(self, data: bytes, scan: FileScan) -> None:
         """Remember the block's last time, overall and per rank stream, for the lines of later
@@ -348,6 +338,22 @@ class Scanner:
                 return value
             position = end + 1
         return None
+
+
+def add_tails(scan: FileScan, tails: dict, progress: dict, last_line: int, window: int | None = None) -> None:
+    """Append later lines (oldest first, per rank stream) to the scan's tails. Only lines within
+    the window from the file's end count, however the file was read (at once, or chunk by chunk
+    as it grew): the same answer either way."""
+    for stream, lines in tails.items():
+        scan.tails[stream] = (scan.tails.get(stream, []) + lines)[-TAIL_LINES:]
+    for stream, lines in progress.items():
+        scan.progress_tails[stream] = (scan.progress_tails.get(stream, []) + lines)[-PROGRESS_TAIL_LINES:]
+    oldest = last_line + 1 - (window if window is not None else _tail_window(scan)[1])
+    for kept in (scan.tails, scan.progress_tails):
+        for stream in list(kept):
+            kept[stream] = [line for line in kept[stream] if line[0] > oldest]
+            if not kept[stream]:
+                del kept[stream]
 
 
 def _merge_lone_text_rank(found: dict, progress: dict) -> None:

@@ -99,6 +99,28 @@ def to_contract(diagnosis: Diagnosis) -> dict:
         "error_lines": [evidence_to_dict(item) for item in diagnosis.error_lines],
         # for `unknown` (no primary): where the first failing process shows, when the logs name it
         "initiating": _place(diagnosis.initiating) if diagnosis.primary is None and diagnosis.initiating else None,
+        "world_size": diagnosis.world_size,
+        "ranks": [_rank_row(row) for row in diagnosis.ranks],
+    }
+
+
+def _line(where) -> dict | None:
+    return {"source": where[0], "line": where[1]} if where else None
+
+
+def _rank_row(row) -> dict:
+    return {
+        "rank": row.rank,
+        "host": row.host,
+        "ended": row.ended,
+        "ended_at": iso_time(row.ended_at),
+        "ended_line": _line(row.ended_line),
+        "last_progress": row.last_progress,
+        "last_step": row.last_step,
+        "last_progress_at": iso_time(row.last_progress_at),
+        "collective": row.collective,
+        "first_error": row.first_error,
+        "first_error_line": _line(row.first_error_line),
     }
 
 

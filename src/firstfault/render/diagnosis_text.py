@@ -179,6 +179,46 @@ def action_line(diagnosis: Diagnosis) -> str:
     return text
 
 
+RANK_GROUPS_SHOWN = 8  # a report lists this many groups of ranks; JSON lists every rank
+
+
+def rank_groups(diagnosis: Diagnosis) -> list[tuple[list[int], str]]:
+    """The rank table collapsed for a person: ranks that ended alike (same ending, collective,
+    step and first error) share one row; the initiating rank's row comes first, then the odd
+    ones out (smallest groups). Each item: (ranks, what they did last)."""
+    groups: dict[tuple, list] = {}
+    for row in diagnosis.ranks:
+        key = (row.ended, row.collective, row.first_error, row.last_step)
+        groups.setdefault(key, []).append(row)
+    initiating = diagnosis.initiating.rank if diagnosis.initiating else None
+    ordered = sorted(groups.values(), key=lambda rows: (initiating not in [row.rank for row in rows], len(rows), rows[0].rank))
+    return [([row.rank for row in rows], _rank_state(rows)) for rows in ordered]
+
+
+def _rank_state(rows) -> str:
+    first = rows[0]
+    hosts = sorted({row.host for row in rows if row.host})
+    parts = [first.ended]
+    if first.collective:
+        parts.append(f"in {first.collective}")
+    if first.first_error and first.ended == "failed":
+        parts.append(f"({first.first_error})")
+    if first.last_step is not None:
+        parts.append(f"last step {first.last_step}")
+    if hosts:
+        parts.append("on " + ", ".join(hosts[:4]) + (" …" if len(hosts) > 4 else ""))
+    return " ".join(parts)
+
+
+def rank_lines(diagnosis: Diagnosis) -> list[str]:
+    """`ranks 0-12,14-15: timed out in ALLGATHER SeqNum=118 on hgx-c07, hgx-c08`, a line per group."""
+    groups = rank_groups(diagnosis)
+    lines = [f"{'rank' if len(ranks) == 1 else 'ranks'} {ranks_text(ranks)}: {state}" for ranks, state in groups[:RANK_GROUPS_SHOWN]]
+    if len(groups) > RANK_GROUPS_SHOWN:
+        lines.append(f"… and {len(groups) - RANK_GROUPS_SHOWN} more groups (--format json lists every rank)")
+    return lines
+
+
 def because_lines(diagnosis: Diagnosis) -> list[str]:
     """The reasoning, one line per rule that decided something: `text [rule]`."""
     return [f"{item.text} [{item.rule}]" for item in diagnosis.because]

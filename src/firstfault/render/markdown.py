@@ -5,8 +5,8 @@ import re
 
 from ..model import Diagnosis
 from .printable import printable_diagnosis
-from .diagnosis_text import (Names, action_line, because_lines, clip, entry_or_none, id_label, inputs_line,
-                             ranks_text, report_sections, started_line, who)
+from .diagnosis_text import (RANK_GROUPS_SHOWN, Names, action_line, because_lines, clip, entry_or_none, id_label,
+                             inputs_line, rank_groups, ranks_text, report_sections, started_line, who)
 from .entry_markdown import prose, render_section
 
 
@@ -41,6 +41,9 @@ def render(diagnosis: Diagnosis, kb) -> str:
         lines += [_line_item(names.where(item), who(item), item.text) for item in primary.evidence]
     if diagnosis.because and diagnosis.status != "healthy":
         lines += ["", "### Why", ""] + [f"- {prose(text)}" for text in because_lines(diagnosis)]
+    if diagnosis.ranks and diagnosis.status != "healthy":
+        lines += ["", "### Ranks (what each did last)", "", "| ranks | what they did last |", "| --- | --- |"]
+        lines += [f"| {ranks_text(ranks)} | {prose(state)} |" for ranks, state in rank_groups(diagnosis)[:RANK_GROUPS_SHOWN]]
     if diagnosis.collateral:
         lines += ["", "### Collateral" if diagnosis.primary else "### Failures seen", "",
                   "| failure | ranks | lines | first |", "| --- | --- | --- | --- |"]

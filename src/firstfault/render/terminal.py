@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..model import Diagnosis
 from .printable import printable_diagnosis
 from .diagnosis_text import (Names, action_line, because_lines, clip, entry_or_none, id_label, inputs_line,
-                             ranks_text, report_sections, started_line, who)
+                             rank_lines, ranks_text, report_sections, started_line, who)
 from .entry_terminal import Style, render_section
 
 # Roles of the diagnosis report, on top of the entry renderer's (title, heading, dim, ...).
@@ -31,6 +31,8 @@ class TerminalReport:
             lines += self._evidence(diagnosis, names)
         if diagnosis.because and diagnosis.status != "healthy":
             lines += ["", self.style("Why", "title")] + [f"  {text}" for text in because_lines(diagnosis)]
+        if diagnosis.ranks and diagnosis.status != "healthy":
+            lines += ["", self.style("Ranks (what each did last)", "title")] + [f"  {text}" for text in rank_lines(diagnosis)]
         if diagnosis.collateral:
             lines += self._collateral(diagnosis, names)
         if diagnosis.error_lines:

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from ..ingest.attribution import hints_from_path
 from ..ingest.sources import InputFile
-from ..match.scanner import FileScan, RawHit, Scanner
+from ..match.scanner import FileScan, RawHit, Scanner, add_tails
 
 
 class IncrementalScan:
@@ -46,7 +46,18 @@ class IncrementalScan:
         new_hits = [self._placed(hit, first_line) for hit in chunk.hits]
         self.scan.hits.extend(new_hits)
         self._merge_census(chunk, first_line)
+        self._merge_tails(chunk, first_line)
         return new_hits
+
+    def _merge_tails(self, chunk: FileScan, first_line: int) -> None:
+        """What each rank stream printed last now ends with the chunk's lines (line numbers
+        shifted to the chunk's place in the file)."""
+        shift = first_line - 1
+
+        def placed(kept: dict) -> dict:
+            return {stream: [(line + shift, time, text) for line, time, text in lines] for stream, lines in kept.items()}
+
+        add_tails(self.scan, placed(chunk.tails), placed(chunk.progress_tails), self.next_line - 1)
 
     @staticmethod
     def _placed(hit: RawHit, first_line: int) -> RawHit:

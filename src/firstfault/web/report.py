@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..model import Diagnosis, Evidence
 from ..render.contract import evidence_to_dict, to_contract
-from ..render.diagnosis_text import source_labels
+from ..render.diagnosis_text import rank_groups, ranks_text, source_labels
 
 MAX_POINTS = 2000
 
@@ -66,6 +66,7 @@ def build_document(diagnosis: Diagnosis, notes: list[str] | tuple[str, ...] = ()
     """What the history stores and the result page shows: contract + timeline + ingress notes."""
     document = to_contract(diagnosis)
     document["timeline"] = timeline_points(diagnosis)
+    document["rank_groups"] = [{"ranks": ranks_text(ranks), "state": state} for ranks, state in rank_groups(diagnosis)]
     document["upload_notes"] = list(notes)
     return document
 

@@ -87,7 +87,9 @@ def render_timeline(document: dict) -> Markup:
         return Markup('<p class="muted">No evidence lines to draw.</p>')
     labels = labels_of(document)
     rows = sorted({_row_key(point, labels) for point in points})
+    endings = {row["rank"]: row.get("ended") for row in document.get("ranks") or [] if isinstance(row.get("rank"), int)}
     seen_ranks = [rank for rank in (document.get("inputs") or {}).get("ranks") or [] if isinstance(rank, int)]
+    seen_ranks += [rank for rank in endings if rank not in seen_ranks]
     quiet = sorted(set(seen_ranks) - {key[1] for key in rows if key[0] == 0})
     if len(rows) + len(quiet) <= MAX_ROWS:
         rows = sorted(set(rows) | {(0, rank, "") for rank in quiet})
@@ -130,7 +132,8 @@ def render_timeline(document: dict) -> Markup:
     for key, index in row_index.items():
         y = TOP + ROW_HEIGHT * index + ROW_HEIGHT / 2
         out.append(f'<line class="row-line{" alt" if index % 2 else ""}" x1="{axis_left}" x2="{axis_right}" y1="{y}" y2="{y}"/>')
-        out.append(f'<text class="row-label" x="{axis_left - 10}" y="{y + 4}">{escape(_row_label(key)[:24])}</text>')
+        label = _row_label(key) + (f" · {endings[key[1]]}" if key[0] == 0 and endings.get(key[1]) not in (None, "unknown") else "")
+        out.append(f'<text class="row-label" x="{axis_left - 10}" y="{y + 4}">{escape(label[:28])}</text>')
     if quiet:
         y = TOP + ROW_HEIGHT * len(rows) + ROW_HEIGHT / 2
         out.append(f'<text class="row-label quiet" x="{axis_left - 10}" y="{y + 4}">+{len(quiet)} ranks</text>')

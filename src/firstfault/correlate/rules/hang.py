@@ -252,12 +252,21 @@ def first_collective(facts: Facts, decision: Decision) -> Decision | None:
 
 @rule("hang-all-timed-out")
 def all_timed_out(facts: Facts, decision: Decision) -> Decision | None:
-    """Every rank timed out in the same collective: a straggler the logs do not name."""
+    """The ranks timed out in the same collective and nothing names the one that was late: a
+    straggler the logs do not name (the sentence says which ranks timed out, from the table)."""
+    from ...render.diagnosis_text import ranks_text
+    from ..rank_table import WAITING
+
     if not facts.timeouts:
         return None
-    return hang_decision(facts, decision, "hang-all-timed-out", STRAGGLER, None,
-                         "every rank timed out in the same collective; the logs do not show who was late",
-                         facts.timeouts[0])
+    waited = sorted(rank for rank, row in facts.rows.items() if row.ended in WAITING)
+    others = sorted(set(facts.rows) - set(waited))
+    if others and waited:
+        reason = (f"ranks {ranks_text(waited)} timed out in the same collective; ranks {ranks_text(others)} printed no "
+                  "timeout, and nothing in the logs says which rank was late")
+    else:
+        reason = "every rank timed out in the same collective; the logs do not show who was late"
+    return hang_decision(facts, decision, "hang-all-timed-out", STRAGGLER, None, reason, facts.timeouts[0])
 
 
 def any_timeouts(facts: Facts) -> bool:

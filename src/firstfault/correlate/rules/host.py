@@ -26,7 +26,8 @@ def named_on_its_line(facts: Facts, decision: Decision) -> Decision | None:
         if (match.signature.name in HOST_SIGNATURES and where.line == origin.line and where.source == origin.source
                 and match.captures.get("host") and match.captures["host"] not in LOCAL_NAMES):
             host = match.captures["host"]
-            return decision.with_because("host-named-on-its-line", f"the failing line itself names host {host}", host=host)
+            return decision.with_because("host-named-on-its-line", f"the failing line itself names host {host}", [match],
+                                         host=host)
     return None
 
 
@@ -52,4 +53,5 @@ def only_host(facts: Facts, decision: Decision) -> Decision | None:
     world = facts.identity.local_world
     if rank is not None and world and rank >= world:
         return None  # a rank of another node than the one the logs name
-    return decision.with_because("host-only-one", f"the logs name one host only, {named[0]}", host=named[0])
+    naming = next((m for m in facts.matches if m.line.origin.host == named[0] or m.captures.get("host") == named[0]), None)
+    return decision.with_because("host-only-one", f"the logs name one host only, {named[0]}", [naming], host=named[0])

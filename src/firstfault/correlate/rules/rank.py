@@ -184,7 +184,7 @@ def only_process(facts: Facts, decision: Decision) -> Decision | None:
     """One process only (no rank above 0, one host, no peer failing): it is rank 0."""
     if not facts.single_process:
         return None
-    return _named(decision, "rank-only-process", 0, "is the only process")
+    return _named(decision, "rank-only-process", 0, "is the only process", [decision.initiating])
 
 
 @rule("rank-launcher-first")
