@@ -54,3 +54,19 @@ def test_the_lab_extra_has_numpy_and_the_readme_the_cpu_wheel():
     assert {"torch", "numpy"} <= set(requirements("lab"))
     readme = (REPO / "README.md").read_text()
     assert "pip install torch --index-url https://download.pytorch.org/whl/cpu" in readme
+
+
+def test_a_wheel_ships_the_example_the_readme_runs(tmp_path):
+    """A non-editable install has the example of the README's first command inside the package."""
+    import subprocess
+    import zipfile
+
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(tmp_path), str(REPO)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    wheel = next(tmp_path.glob("firstfault-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    readme = (REPO / "README.md").read_text()
+    example = readme.split("firstfault diagnose ", 1)[1].split()[0]  # examples/<name>
+    assert f"firstfault/{example}/console.log" in names
+    assert "firstfault/kb/classes.yaml" in names

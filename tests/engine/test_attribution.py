@@ -55,6 +55,15 @@ def test_line_prefixes(line, rank, local, host):
     ("logs/llm-sft-master-0/stdout.log", None, None, None, "llm-sft-master-0"),
     ("kubectl-logs-pod-llm-sft-worker-3.txt", None, None, None, "llm-sft-worker-3"),
     ("mpi-bench-launcher-x7k2p.log", None, None, None, "mpi-bench-launcher-x7k2p"),
+    # host names kept whole as the file names spell them (Slurm's %j-%N, dmesg per node, zero-padded nodes)
+    ("dmesg-gpu-00-09.log", None, None, None, "gpu-00-09"),
+    ("slurm-123456-gpu-04-02.out", None, None, None, "gpu-04-02"),
+    ("logs/slurm-88231_7-dgx-b12.out", None, None, None, "dgx-b12"),
+    ("dmesg-node018.txt", None, None, None, "node018"),
+    ("slurm-77-nid001234.out", None, None, None, "nid001234"),
+    ("ip-10-0-1-2.log", None, None, None, "ip-10-0-1-2"),
+    ("slurm-8812231.out", None, None, None, None),
+    ("node0/stderr.log", None, None, None, None),
 ])
 def test_path_hints(path, rank, local, node, host):
     hints = hints_from_path(path)

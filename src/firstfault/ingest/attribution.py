@@ -43,15 +43,18 @@ _FILE_RANK = (
     re.compile(r"(?i)^(?:worker|proc|process|task|gpu)[_-]?0*(\d{1,6})(?:[_.-]|$)"),
 )
 _RAY_WORKER_FILE = re.compile(r"(?:python-core-)?worker-[0-9a-f]+-[0-9a-f]+-(\d+)\.(?:err|out|log)$")
-_FILE_NODE = re.compile(r"(?i)^node[_-]?0*(\d{1,5})(?:[_.-]|$)")
+# `node1.log`, `node_0.txt`: a node index. A zero-padded number (`node018`) is a host's name.
+_FILE_NODE = re.compile(r"(?i)^node[_-]?(0|[1-9]\d?)(?:[_.-]|$)")
 # a file per node and local rank: `std_log_node_1_local_rank_2.txt`, `local_rank_2.log`
 _FILE_LOCAL_RANK = re.compile(r"(?i)(?:^|[_.-])(?:node[_-]?0*(?P<node>\d{1,5})[_.-])?local[_-]?rank[_-]?0*(?P<local>\d{1,4})(?:[_.-]|$)")
 _FOLDER_RANK = re.compile(r"(?i)^rank[_-]?0*(\d{1,6})$")  # rank_3/stdout.txt
-_HOST_COMPONENT = re.compile(r"(?i)(?:^|[_-])((?:[a-z][a-z0-9]*-)+[a-z0-9]*\d[a-z0-9]*|\d{1,3}(?:\.\d{1,3}){3})$")
+# A host's name at the end of a file or folder name, kept whole: `gpu-04-02`, `dgx-b12`,
+# `ip-10-0-1-2`, `node018`, `nid001234`, an IPv4 address
+_HOST_COMPONENT = re.compile(r"(?i)(?:^|[_-])((?:[a-z][a-z0-9]*-)+(?:[a-z0-9]+-)*[a-z0-9]*\d[a-z0-9]*|[a-z]{2,}0\d{2,}|\d{1,3}(?:\.\d{1,3}){3})$")
 # A Kubernetes pod of a Kubeflow job (`bert-master-0`, `bert-worker-3`, MPIJob's `bert-launcher-x7k2p`):
 # its name is the hostname the processes in it see
 _KUBEFLOW_POD = re.compile(r"(?i)^((?:[a-z0-9]+-)+?(master|worker|chief|ps|evaluator|launcher)-(\d+|[a-z0-9]{5}))$")
-_HOSTLESS_WORDS = re.compile(r"(?i)^(?:logs?|outputs?|attempt_\d+|rank.*|node.*|worker.*|torchelastic|default|none_.*|run.*|job.*|slurm.*|train.*|stdout|stderr|console)$")
+_HOSTLESS_WORDS = re.compile(r"(?i)^(?:logs?|outputs?|attempt_\d+|rank.*|node[_-]?(?:0|[1-9]\d?)(?:[_.-].*)?|node|worker.*|torchelastic|default|none_.*|run.*|job.*|slurm(?:[_-]\d+(?:_\d+)?)?|train.*|stdout|stderr|console)$")
 
 
 @dataclass(frozen=True)
@@ -190,7 +193,12 @@ def _rank_from_name(name: str) -> int | None:
     return None
 
 
-_KIND_PREFIX = re.compile(r"(?i)^(?:kubectl[_-](?:describe|logs)(?:[_-]pods?)?|dmesg|syslog|kern|kernel|messages|journal(?:ctl)?(?:-k)?|ifconfig|ip-addr|nvidia-smi|show[_-]gids|ibstat|ibv[_-]devinfo)[_-]")
+# What a file is before the host it came from: `dmesg-gpu-04-02.log`, `nvidia-smi_node018.txt`
+_SYSTEM_KIND = (r"(?:kubectl[_-](?:describe|logs)(?:[_-]pods?)?|dmesg|syslog|kern|kernel|messages|journal(?:ctl)?(?:-k)?"
+                r"|ifconfig|ip-addr|nvidia-smi|show[_-]gids|ibstat|ibv[_-]devinfo)[_-]")
+_SYSTEM_LOG_PREFIX = re.compile(r"(?i)^" + _SYSTEM_KIND)
+# ... and Slurm's `slurm-%j-%N.out` / `%x-%j-%N.out`: the job id, then the node (`slurm-88231-gpu-b07`)
+_KIND_PREFIX = re.compile(r"(?i)^(?:" + _SYSTEM_KIND + r"|(?:[a-z][\w.]*[_-])?\d{2,}(?:_\d+)?[_.-](?=[a-z]))")
 
 
 def path_names(relative: str) -> list[str]:
@@ -198,16 +206,24 @@ def path_names(relative: str) -> list[str]:
     logs' own text is compared with (`node-2/dmesg.txt`, `dmesg-node-2.txt`, `slurm-7-gpu-023.out`)."""
     names = []
     for part in reversed(PurePath(relative).parts):
-        stem = _KIND_PREFIX.sub("", re.sub(r"(?i)^ray-session-", "", part.split(".txt")[0].split(".log")[0].split(".out")[0].split(".err")[0]))
+        stem = _KIND_PREFIX.sub("", re.sub(r"(?i)^ray-session-", "", _without_extension(part)))
         for piece in [stem, *stem.split("_")]:
             dashes = [0] + [index + 1 for index, char in enumerate(piece) if char == "-"]
             names.extend(piece[start:] for start in dashes if piece[start:] and piece[start:] not in names)
     return names
 
 
+_LOG_EXTENSION = re.compile(r"(?i)\.(?:txt|log|out|err|gz)(?:\.\d+)?(?=\.|$).*$")
+
+
+def _without_extension(part: str) -> str:
+    """`slurm-88231-gpu-b07.out` -> `slurm-88231-gpu-b07`; a host's dots (`10.0.0.5`) stay."""
+    return _LOG_EXTENSION.sub("", part)
+
+
 def is_system_log(relative: str) -> bool:
     """A kernel or system log (dmesg, syslog, journal): its file or folder names the host it came from."""
-    return any(_KIND_PREFIX.match(part) or part.split(".")[0].lower() in _SYSTEM_LOG_NAMES
+    return any(_SYSTEM_LOG_PREFIX.match(part) or part.split(".")[0].lower() in _SYSTEM_LOG_NAMES
                for part in PurePath(relative).parts[-1:])
 
 
@@ -217,7 +233,7 @@ _SYSTEM_LOG_NAMES = {"dmesg", "syslog", "kern", "kernel", "messages", "journal",
 def _host_from_parts(parts: tuple[str, ...]) -> str | None:
     for part in reversed(parts):
         part = re.sub(r"(?i)^ray-session-", "", part)
-        stem = _KIND_PREFIX.sub("", part.split(".txt")[0].split(".log")[0])
+        stem = _KIND_PREFIX.sub("", _without_extension(part))
         if _HOSTLESS_WORDS.match(stem):
             continue
         match = _HOST_COMPONENT.search(stem)
