@@ -19,8 +19,7 @@ from .correlate.relations import relations_of
 from .ingest.error_records import error_record_input
 from .correlate.ids import PEER_CRASH
 from .correlate.identity import build_identity
-from .correlate.ranks import (file_hosts, hosts_seen, local_world_size, ranks_seen, resolve, stream_activity,
-                              with_pod_node_ranks)
+from .correlate.ranks import hosts_seen, job_files, ranks_seen, resolve, stream_activity, with_pod_node_ranks
 from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
 from .kb import load_knowledge_base
@@ -80,7 +79,7 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
     scans = scan_inputs(inputs, kb, observer)
     # after the join, everything the diagnosis says passes the masker once more: file names the
     # user gave (/home/<user>/...), upload names, dump notes quoting stack frames and paths
-    diagnosis = map_strings(join_dump_report(diagnose_scans(scans, skipped, kb=kb), report), mask_secrets)
+    diagnosis = map_strings(join_dump_report(diagnose_scans(scans, skipped, kb=kb), report), _memo(mask_secrets))
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis  # after the join: dump notes name files too
 
 
@@ -108,32 +107,47 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     if not read:
         reasons = mask_secrets("; ".join(f"{item.source}: {item.reason}" for item in all_skipped))
         raise InputError(f"no readable input ({reasons})", "check the paths; binary or empty files are skipped")
-    matches = resolve(with_pod_node_ranks(read))
+    read = with_pod_node_ranks(read)
+    files = job_files(read)
+    matches = resolve(read, files)
     stack = detect_stack(read, matches)
     matches = [match for match in matches if not is_stack_cue(match)]  # they say what ran, not who failed
     summary = InputSummary(
         files=tuple(scan.input.display for scan in read),
         lines=sum(scan.stats.lines for scan in read),
         bytes=sum(scan.stats.bytes for scan in read),
-        ranks=tuple(ranks_seen(read, matches)),
-        hosts=tuple(hosts_seen(read, matches)),
+        ranks=tuple(ranks_seen(read, matches, files)),
+        hosts=tuple(hosts_seen(read, matches, files)),
         skipped=tuple(all_skipped),
         timed=all(scan.last_time is not None for scan in read),
     )
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
-    identity = build_identity(matches, read, local_world_size(read), summary.ranks, file_hosts(read))
+    identity = build_identity(matches, read, files.local_world, summary.ranks, files.hosts)
     # one process, unless something else shows: a rank above 0, a second host, a job size above
     # one (launcher flags, init lines), or the lines other processes print when a peer fails
     # (collective timeouts, a launcher stopping the others)
     single_process = (set(summary.ranks) | set(identity.ranks) <= {0} and len(summary.hosts) <= 1
                       and (identity.world is None or identity.world.size <= 1)
-                      and (local_world_size(read) or 1) <= 1
+                      and (files.local_world or 1) <= 1
                       and not any(_peer_failed(match) for match in matches))
     diagnosis = correlate(matches, summary, single_process, source_lines, relations_of(kb or load_knowledge_base()),
-                          stream_activity(read, matches), identity)
+                          stream_activity(read, matches, files), identity)
     diagnosis = replace(diagnosis, stack=stack)
-    diagnosis = map_strings(diagnosis, mask_secrets)  # lines are masked; the names of files are not yet
+    diagnosis = map_strings(diagnosis, _memo(mask_secrets))  # lines are masked; the names of files are not yet
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
+
+
+def _memo(change):
+    """`change` remembered per distinct text for one walk of a diagnosis (a file name or a
+    rank's state repeats once per rank)."""
+    seen: dict = {}
+
+    def changed(text: str) -> str:
+        if text not in seen:
+            seen[text] = change(text)
+        return seen[text]
+
+    return changed
 
 
 def _peer_failed(match) -> bool:

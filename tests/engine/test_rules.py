@@ -534,8 +534,11 @@ def test_waiting_for_a_failed_rank_drops_the_wait():
 
 
 def test_hang_step_behind_with_the_epoch_ended_is_uneven_batches():
-    ranks = [stream(rank, [(10 + rank, 100.0 + rank, f"Rank {rank} step {75 if rank == 5 else 76} processed 7 samples in 0.71s")],
-                    source="run.log") for rank in range(6)]
+    def stepping(rank):
+        line = StreamLine(10 + rank, 100.0 + rank, f"Rank {rank} step {75 if rank == 5 else 76} processed 7 samples in 0.71s")
+        return StreamActivity("run.log", rank, None, (line,), False, (line,))
+
+    ranks = [stepping(rank) for rank in range(6)]
     end = stream(None, [(40, 110.0, "Maximum number of steps reached")], source="run.log", unprefixed=True)
     built = facts([], activity=[*ranks, end])
     decided = rule("hang-step-behind").apply(built, Decision(hang="nothing was printed for 29 min"))

@@ -122,7 +122,7 @@ class IdentityMap:
                 if host is not None and not self._single_host:
                     self._hosted[(kind, value)].add((kind, host, value))
         for link in sorted(self.links, key=lambda item: item.assumed):
-            self._join(replace(link, keys=tuple(self._key(key) for key in link.keys)))
+            self._join(link, [self._key(key) for key in link.keys])
         self._ranks_seen = dict(ranks or {})
 
     # -- building
@@ -147,8 +147,8 @@ class IdentityMap:
     def _component_ranks(self, root: Key) -> set[int]:
         return {key[2] for key in self._members[root] if key[0] == "rank"}
 
-    def _join(self, link: Link) -> None:
-        keys = [self._resolve_hostless(key) for key in link.keys]
+    def _join(self, link: Link, keys: list[Key]) -> None:
+        keys = [self._resolve_hostless(key) for key in keys]
         for key in keys:
             self._add(key)
         roots = list(dict.fromkeys(self._find(key) for key in keys))

@@ -94,7 +94,7 @@ def build_rows(facts) -> dict[int, _Row]:
         row = rows.get(stream.rank)
         if row is None:
             continue  # (a console's unlabelled lines have no rank: the launcher's, the scheduler's)
-        progress = stream.last_progress or (stream.progress[-1] if stream.progress else None)
+        progress = stream.progress[-1] if stream.progress else None  # (the scanner kept its last progress lines)
         if progress is not None and (row.progress is None or _later(progress, row.progress[0])):
             row.progress = (progress, stream.source)
         if stream.last is not None and (row.last_seen is None or _later(stream.last, row.last_seen[0])):

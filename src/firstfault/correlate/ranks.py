@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..ingest.attribution import device_mentioned, is_system_log, path_names, rank_mentioned
 from ..match.context import (HOST_SIGNATURES, LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC, LAUNCHER_RANKS,
@@ -122,12 +122,25 @@ def file_hosts(scans: list[FileScan]) -> dict[str, str | None]:
     return hosts
 
 
-def resolve(scans: list[FileScan]) -> list[Match]:
+@dataclass(frozen=True)
+class JobFiles:
+    """What every file's census says of the job, worked out once per diagnosis."""
+
+    hosts: dict  # display name -> the host the file came from, or None
+    local_world: int | None  # processes per node, when known
+
+
+def job_files(scans: list[FileScan]) -> JobFiles:
+    return JobFiles(file_hosts(scans), local_world_size(scans))
+
+
+def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]:
     """Every hit of every file as a Match with its Origin, in input order."""
-    world = local_world_size(scans)
+    files = files or job_files(scans)
+    world = files.local_world
     any_node_hints = any(scan.hints.node_rank is not None for scan in scans)
     host_offsets = _host_offsets(scans)
-    hosts = file_hosts(scans)
+    hosts = files.hosts
     several = len(set().union(*(scan.global_ranks | scan.local_ranks for scan in scans))) > 1 or len(scans) > 1
     matches: list[Match] = []
     order = 0
@@ -214,9 +227,9 @@ class _FileContext:
         return rank, host
 
 
-def ranks_seen(scans: list[FileScan], matches: list[Match]) -> list[int]:
+def ranks_seen(scans: list[FileScan], matches: list[Match], files: JobFiles | None = None) -> list[int]:
     ranks = {match.line.origin.rank for match in matches if match.line.origin.rank is not None}
-    world = local_world_size(scans)
+    world = (files or job_files(scans)).local_world
     for scan in scans:
         ranks.update(scan.global_ranks)
         if scan.hints.rank is not None:
@@ -238,20 +251,21 @@ def _own_file_rank(scan: FileScan, offset: int | None) -> int | None:
     return None
 
 
-def hosts_seen(scans: list[FileScan], matches: list[Match]) -> list[str]:
+def hosts_seen(scans: list[FileScan], matches: list[Match], files: JobFiles | None = None) -> list[str]:
     hosts = {match.line.origin.host for match in matches if match.line.origin.host}
     for scan in scans:
         hosts.update(scan.nccl_hosts.values())
-    hosts.update(host for host in file_hosts(scans).values() if host)
+    hosts.update(host for host in (files or job_files(scans)).hosts.values() if host)
     return sorted(hosts)
 
 
-def stream_activity(scans: list[FileScan], matches: list[Match]) -> list:
+def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles | None = None) -> list:
     """What each rank stream printed last (the scans' tails), with its global rank and host."""
     from .activity import StreamActivity, StreamLine
 
-    world = local_world_size(scans)
-    hosts = file_hosts(scans)
+    files = files or job_files(scans)
+    world = files.local_world
+    hosts = files.hosts
     file_ranks: dict[str, Counter] = {}
     for match in matches:
         if match.line.origin.rank is not None:
