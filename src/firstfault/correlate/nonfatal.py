@@ -7,7 +7,7 @@ lines of such a traceback, from its header to its exception line, are dropped be
 """
 from __future__ import annotations
 
-from ..match.context import FAILURE_SIGNATURES, NONFATAL, TRACEBACK_HEADER
+from ..match.context import ERROR_STATEMENT, FAILURE_SIGNATURES, NONFATAL, TRACEBACK_HEADER
 from ..model import Match
 
 REGION_LINES = 60  # a traceback longer than this after its header is not the same one
@@ -23,7 +23,7 @@ def without_nonfatal(matches: list[Match]) -> list[Match]:
 
 def _failure_sign(match: Match) -> bool:
     """A line that could make the verdict a failure (context lines only help attribute one)."""
-    return match.role != "context" or match.signature.name in FAILURE_SIGNATURES
+    return match.role != "context" or match.signature.name in (*FAILURE_SIGNATURES, ERROR_STATEMENT)
 
 
 def _regions(matches: list[Match]) -> dict[tuple, list[tuple[int, int]]]:

@@ -199,6 +199,19 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
              ("exit code: 0", "exited with code 0")),
     _context("failed-signal", r"(?i)(?:Segmentation fault|core dumped|Aborted \(core|fatal error|Fatal Python error|\bKilled\b)",
              ("[HOST:12252] Signal: Segmentation fault (11)", "Fatal Python error: Aborted"), ("Killing subprocess 51872",)),
+    # A line that states an error, a failure or a fatal event in any layer's words: never evidence
+    # of health. Unrecognised, it is "a failure the knowledge base cannot name yet", shown as such.
+    _context("error-statement",
+             r"\b[A-Z]\w*(?:Error|Exception)\b(?::|\(|\s*$)|\b(?:FATAL|PANIC)\b|\b(?:[Ff]atal|[Uu]ncorrectable) (?:error|exception|signal)\b|\bNVRM: Xid\b|\b(?:has )?fallen off the bus\b|\b[Ff]ailed to (?:allocate|load|open|initiali[sz]e|connect|receive|send|recv|create|launch|find)\b|\bout of memory\b|\b(?:CUDA|HIP|NCCL|RCCL|cuDNN|CUDNN|cuBLAS|CUBLAS|MIOpen) (?:error|failure)\b|\bcore dumped\b|\bSegmentation fault\b|\bAborted\b|\bError(?: [Cc]ode \d+)?: |\bCould not load (?:dynamic )?library\b|\bcannot open shared object file\b|\bOutOfMemory\b|\bOOM\b|\b[Ff]ailed\s*: |\bConnection refused\b|^[EF]\d{4} [\d:.]+\s+\d+ \S+:\d+\]|: [EF] [\w/]+\.(?:cc|cpp|h):\d+\]",
+             ("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
+              "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor",
+              "gpu-a:110:697 [0] NCCL WARN Failed to receive data from peer",
+              "Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared object file",
+              "[TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::145] Error Code 2: OutOfMemory (no further information)",
+              "RuntimeError: HIP error: invalid device function",
+              "gpu-a:110:697 [0] misc/socket.cc:538 NCCL WARN Net : Call to recv from 10.0.0.1<5555> failed : Connection refused",
+              "E0000 00:00:1700000000.000000 12345 cuda_dnn.cc:535] Loaded runtime CuDNN library: 8.5.0 but source was compiled with: 8.6.0."),
+             ("0 errors, 0 warnings", "I0000 00:00:1700000000.000000 12345 cuda_dnn.cc:529] Loaded cuDNN version 8600", "step 100 loss 2.3 (no error)", "errors: 0", "--error-log /var/log/train.err")),
     _context("failed-word", r"(?:\bERROR\b|\bFATAL\b|\bCRITICAL\b|\berror: )",
              ("[2024-06-14 10:29:06,402] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -6)",),
              ("0 errors, 0 warnings",)),
@@ -228,4 +241,5 @@ MISSING_RANKS = "missing-ranks"
 JOB_INTERRUPTED = "job-interrupted"
 JOB_SUCCEEDED = "job-succeeded"
 JOB_RESTARTED = "job-restarted"
+ERROR_STATEMENT = "error-statement"
 FAILURE_SIGNATURES = (*LAUNCHER_FAILED, "failed-traceback", "failed-exit", "failed-signal", "failed-word")

@@ -2,7 +2,9 @@
 is healthy when nothing failed, else `unknown` (something failed that no entry explains)."""
 from __future__ import annotations
 
-from ...match.context import FAILURE_SIGNATURES, LAUNCHER_FAILED
+import re
+
+from ...match.context import ERROR_STATEMENT, FAILURE_SIGNATURES, LAUNCHER_FAILED
 from ..facts import Facts
 from . import Decision, rule
 
@@ -32,12 +34,26 @@ def survived_errors(facts: Facts, decision: Decision) -> Decision | None:
                                  note=text, status="healthy")
 
 
+# A line logged at warning or info level that names an error reports it, it does not fail
+_NOT_AN_ERROR_LEVEL = re.compile(r"(?i:\bwarn(?:ing)?\b)|\b[A-Z]\w*Warning\b|^\S*\[?W\d{4}|\[W \S|\[W\d|\bNCCL INFO\b|\[INFO\]|\bINFO\b[:\]]?\s")
+
+
+# ... unless what it reports is a broken connection (NCCL reports socket errors at WARN level)
+_STILL_AN_ERROR = re.compile(r"\bfailed\s*: |\bConnection (?:refused|reset|closed)\b")
+
+
+def _states_an_error(text: str) -> bool:
+    return not _NOT_AN_ERROR_LEVEL.search(text) or bool(_STILL_AN_ERROR.search(text))
+
+
 def _live_signs(facts: Facts, decision: Decision) -> list:
-    """Failure signs (a traceback, a non-zero exit) the same process did not go on from."""
+    """Failure signs (a traceback, a non-zero exit, a line that states an error) the same process
+    did not go on from. A warning that names an error is not one."""
     from .progress import outlived
 
-    return [m for m in facts.matches if m.signature.name in FAILURE_SIGNS and decision.current(m)
-            and not outlived(facts, m)]
+    return [m for m in facts.matches if decision.current(m) and (
+        m.signature.name in FAILURE_SIGNS or (m.signature.name == ERROR_STATEMENT and _states_an_error(m.line.text)))
+        and not outlived(facts, m)]
 
 
 @rule("nothing-failed")
@@ -61,6 +77,6 @@ def nothing_failed(facts: Facts, decision: Decision) -> Decision | None:
 @rule("failed-unexplained")
 def failed_unexplained(facts: Facts, decision: Decision) -> Decision:
     """Something failed (a traceback, a non-zero exit) that no knowledge-base entry explains."""
-    signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS]
+    signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS] or _live_signs(facts, decision)
     text = "something failed, but no knowledge-base entry explains it: the lines below are the most likely errors"
     return decision.with_because("failed-unexplained", text, signs[:3], note=text, status="unknown", action="fix-and-rerun")
