@@ -135,6 +135,8 @@ class InputSummary:
     hosts: tuple[str, ...] = ()
     skipped: tuple[Skipped, ...] = ()
     timed: bool = True  # False when cross-file order had to fall back to file order
+    first_time: float | None = None  # the earliest and latest times the logs' lines carry (None: no times)
+    last_time: float | None = None
 
 
 @dataclass(frozen=True)

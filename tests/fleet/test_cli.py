@@ -85,3 +85,17 @@ def test_the_fleet_command_lists_its_subcommands():
     assert result.returncode == 0
     for name in ("scan", "report", "sql", "demo", "serve"):
         assert name in result.stdout
+
+
+def test_the_fleet_install_lines_name_the_extra_serve_needs():
+    """`fleet serve` is the web app: the Fleet section's install lines name the web extra too."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    fleet_section = readme.split("## Fleet", 1)[1].split("\n## ", 1)[0]
+    for text in (fleet_section, (root / "docs" / "fleet.md").read_text()):
+        install = next(line for line in text.splitlines() if "pip install" in line)
+        extras = set(re.search(r"\[([\w,]+)\]", install).group(1).split(","))
+        assert {"fleet", "web"} <= extras, install

@@ -114,7 +114,8 @@ def file_hosts(scans: list[FileScan]) -> dict[str, str | None]:
     hosts = {}
     for scan in scans:
         confirmed = next((name for name in path_names(scan.input.relative) if name in named), None)
-        guess = heuristic[scan.input.display] if (per_node_files or is_system_log(scan.input.relative)) else None
+        by_name = per_node_files or scan.hints.host_by_convention or is_system_log(scan.input.relative)
+        guess = heuristic[scan.input.display] if by_name else None
         if confirmed is None and guess is None and is_system_log(scan.input.relative):
             guess = next((name for name in path_names(scan.input.relative)[1:2] if name and name[-1:].isdigit()), None)
         own_nccl = set(scan.nccl_hosts.values())

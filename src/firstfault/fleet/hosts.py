@@ -55,7 +55,14 @@ class Ranking:
 
 
 def job_time(row: dict) -> float | None:
-    return row.get("first_fault_time") or row.get("modified_at")
+    """When the job ran, by its logs' own times, failed and healthy alike (a failed job at its first
+    fault, any job at its last timed line); the files' modification time only for a job whose
+    logs carry no time (the report counts those)."""
+    return row.get("first_fault_time") or row.get("log_time") or row.get("modified_at")
+
+
+def dated_by_file(row: dict) -> bool:
+    return not (row.get("log_time") or row.get("first_fault_time"))
 
 
 def host_records(rows: list[dict]) -> dict[str, HostRecord]:

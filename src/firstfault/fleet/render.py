@@ -42,9 +42,11 @@ def _jobs(jobs: list[str]) -> str:
 def summary_line(report: dict) -> str:
     jobs = report["jobs"]
     span = report["span"]
+    dated = report.get("dated_by_file_time") or 0
     return (f"{_count(jobs['total'])} jobs from {_day(span['first'])} to {_day(span['last'])} on "
             f"{_count(report['hosts_seen'])} hosts: {_count(jobs['healthy'])} healthy, {_count(jobs['failure'])} failed, "
-            f"{_count(jobs['unknown'])} unknown, {_count(jobs['error'])} not diagnosed")
+            f"{_count(jobs['unknown'])} unknown, {_count(jobs['error'])} not diagnosed"
+            + (f"; {_count(dated)} dated by file time (their logs carry no time)" if dated else ""))
 
 
 def test_line(report: dict) -> str:

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 
 from .hardware import host_fault_weight
 from .host_commands import exclude_all
-from .hosts import DEFAULT_ALPHA, DEFAULT_MIN_JOBS, job_time, rank_hosts
+from .hosts import DEFAULT_ALPHA, DEFAULT_MIN_JOBS, dated_by_file, job_time, rank_hosts
 
 REPORT_SCHEMA = "firstfault.fleet-report/1"
 FAILED = ("failure", "unknown")
@@ -49,6 +49,8 @@ def build_report(rows: list[dict], *, table: str | None = None, min_jobs: int = 
         "jobs": {"total": len(rows), "healthy": statuses.get("healthy", 0), "failure": statuses.get("failure", 0),
                  "unknown": statuses.get("unknown", 0), "error": statuses.get("error", 0)},
         "span": {"first": iso(min(times)) if times else None, "last": iso(max(times)) if times else None},
+        # jobs dated by their files' modification time: their logs carry no time of their own
+        "dated_by_file_time": sum(1 for row in rows if row.get("status") != "error" and dated_by_file(row)),
         "hosts_seen": ranking.hosts_tested,
         "test": {
             "name": "binomial upper tail, Bonferroni-corrected",

@@ -13,6 +13,11 @@ more host, the decoy, runs rank 0 of a team whose code keeps failing: it starts 
 none of them its fault, and must never be blamed.
 
 Deterministic for a given seed; every file's modification time is the job's end.
+
+`layout="slurm"` writes what a plain Slurm cluster leaves instead: each node's console as
+`slurm-<jobid>-<node>.out` (`#SBATCH --output=slurm-%j-%N.out`), its kernel log as
+`dmesg-<node>.log`, no NCCL INFO lines (so healthy jobs name their hosts only in file names), and
+every file's modification time the day the logs were copied, not the job's end.
 """
 from __future__ import annotations
 
@@ -53,11 +58,18 @@ def host_ip(host: str) -> str:
     return f"10.12.{int(rack[1:])}.{int(slot[1:])}"
 
 
+LAYOUTS = ("demo", "slurm")
+COPIED_AFTER = 10 * 86400.0  # slurm layout: the logs were copied to the shared folder this long after the last week
+
+
 def make_fleet(out: str | Path, jobs: int = 200, hosts: int = 40, bad_hosts: int = 2, seed: int = 13,
-               weeks: int = 6, rates: Rates = Rates()) -> dict:
+               weeks: int = 6, rates: Rates = Rates(), layout: str = "demo") -> dict:
     """Write the fleet under `out` and return its truth (also written to out/truth.json)."""
     if hosts < bad_hosts + 2:
         raise ValueError(f"{hosts} hosts cannot hold {bad_hosts} bad hosts and a decoy")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r}: one of {', '.join(LAYOUTS)}")
+    copied_at = START + weeks * WEEK + COPIED_AFTER
     chooser = random.Random(seed)
     names = host_names(hosts)
     decoy = names[0]
@@ -70,13 +82,13 @@ def make_fleet(out: str | Path, jobs: int = 200, hosts: int = 40, bad_hosts: int
     for number in range(jobs):
         job_id = f"job-{412000 + number}"
         plan = _plan_job(chooser, names, decoy, bad, weeks, rates)
-        _write_job(root / "jobs" / job_id, plan, chooser)
+        _write_job(root / "jobs" / job_id, plan, chooser, layout, copied_at)
         truth_jobs[job_id] = {
             "outcome": plan.outcome, "hosts": plan.hosts, "hardware": plan.outcome in HARDWARE_KINDS,
             "initiating_host": plan.hosts[plan.fault.node] if plan.fault and plan.outcome != "python-import-error" else None,
             "started": plan.started, "ended": plan.ended, "fault_at": plan.fault.at if plan.fault else None,
         }
-    truth = {"seed": seed, "hosts": names, "decoy_host": decoy,
+    truth = {"seed": seed, "layout": layout, "hosts": names, "decoy_host": decoy,
              "bad_hosts": {host: {"kind": value["kind"], "onset": value["onset"]} for host, value in bad.items()},
              "jobs": truth_jobs}
     (root / "truth.json").write_text(json.dumps(truth, indent=1) + "\n", encoding="utf-8")
@@ -125,12 +137,13 @@ def _plan_job(chooser: random.Random, names: list[str], decoy: str, bad: dict, w
     return JobPlan(hosts, gpus, started, ended, "healthy", None)
 
 
-def _write_job(folder: Path, plan: JobPlan, chooser: random.Random) -> None:
+def _write_job(folder: Path, plan: JobPlan, chooser: random.Random, layout: str = "demo",
+               copied_at: float | None = None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     world = len(plan.hosts) * plan.gpus
     comm_id = f"{chooser.getrandbits(64):016x}"
     nodes = [Node(host, host_ip(host), rank, plan.gpus, chooser.randrange(20_000, 90_000)) for rank, host in enumerate(plan.hosts)]
-    logs = [NodeLog(node, world) for node in nodes]
+    logs = [NodeLog(node, world, nccl_info=layout == "demo") for node in nodes]
     dmesg = {node.host: boot_lines(node.host, plan.started - chooser.uniform(1, 30) * 86400) for node in nodes}
     for log in logs:
         log.start(plan.started, comm_id)
@@ -147,12 +160,16 @@ def _write_job(folder: Path, plan: JobPlan, chooser: random.Random) -> None:
             log.launcher_failure(fault.at + 1, 0, 1)
     else:
         _fail(logs, dmesg, fault, chooser)
+    slurm = layout == "slurm"
+    job_number = folder.name.rsplit("-", 1)[-1]
     for log in logs:
-        (folder / f"node{log.node.node_rank}.log").write_text(log.text(), encoding="utf-8")
+        name = f"slurm-{job_number}-{log.node.host}.out" if slurm else f"node{log.node.node_rank}.log"
+        (folder / name).write_text(log.text(), encoding="utf-8")
     for host, lines in dmesg.items():
-        (folder / f"dmesg-{host}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        (folder / (f"dmesg-{host}.log" if slurm else f"dmesg-{host}.txt")).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    stamp = copied_at if slurm and copied_at is not None else plan.ended
     for path in folder.iterdir():
-        os.utime(path, (plan.ended, plan.ended))
+        os.utime(path, (stamp, stamp))
 
 
 def _fail(logs: list[NodeLog], dmesg: dict, fault: Fault, chooser: random.Random) -> None:

@@ -67,9 +67,10 @@ def dmesg_time(seconds: float) -> str:
 class NodeLog:
     """The console of one node's torchrun agent (`--tee 3`), built line by line."""
 
-    def __init__(self, node: Node, world: int) -> None:
+    def __init__(self, node: Node, world: int, nccl_info: bool = True) -> None:
         self.node = node
         self.world = world
+        self.nccl_info = nccl_info  # NCCL_DEBUG=INFO: its init lines (host, pid, GPU, bus) are printed
         self.lines: list[str] = []
 
     def global_rank(self, local_rank: int) -> int:
@@ -102,9 +103,9 @@ class NodeLog:
                      "to avoid your system being overloaded, please further tune the variable for optimal performance "
                      "in your application as needed. ", banner):
             self.agent("W", started, "torch/distributed/run.py:793", text)
-        for local in range(self.node.gpus):
+        for local in range(self.node.gpus if self.nccl_info else 0):
             self.nccl(local, f"NCCL INFO Bootstrap : Using eth0:{self.node.ip}<0>", tid_offset=0)
-        for local in range(self.node.gpus):
+        for local in range(self.node.gpus if self.nccl_info else 0):
             self.nccl(local, f"NCCL INFO comm 0x55d0c0a0 rank {self.global_rank(local)} nranks {self.world} cudaDev {local} "
                              f"nvmlDev {local} busId {GPU_BUSES[local]}000 commId 0x{comm_id} - Init COMPLETE")
         for local in range(self.node.gpus):

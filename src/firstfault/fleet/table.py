@@ -18,17 +18,17 @@ from pathlib import Path
 
 from ..errors import UsageError
 
-TABLE_SCHEMA = "firstfault.fleet-table/1"
+TABLE_SCHEMA = "firstfault.fleet-table/2"  # 2: log_time
 TABLE_VARIABLE = "FIRSTFAULT_FLEET_TABLE"  # the table `fleet sql` and the web app's /fleet page read by default
 PART_GLOB = "*.parquet"
-TIME_COLUMNS = ("scanned_at", "modified_at", "first_fault_time")
+TIME_COLUMNS = ("scanned_at", "modified_at", "first_fault_time", "log_time")
 COLUMNS = (
     # (name, pyarrow type name) -- the documented columns, in order (docs/fleet.md)
     ("job_path", "string"), ("job_id", "string"), ("scanned_at", "time"), ("input_files", "int32"),
     ("input_bytes", "int64"), ("modified_at", "time"), ("stamp", "string"), ("engine_version", "string"),
     ("status", "string"), ("failure_id", "string"), ("entry_id", "string"), ("confidence", "float64"),
     ("action", "string"), ("summary", "string"), ("initiating_rank", "int32"), ("initiating_host", "string"),
-    ("first_fault_time", "time"), ("evidence_source", "string"), ("evidence_line", "int32"),
+    ("first_fault_time", "time"), ("log_time", "time"), ("evidence_source", "string"), ("evidence_line", "int32"),
     ("fingerprint", "string"), ("fingerprint_text", "string"), ("hosts", "strings"), ("ranks", "int32"),
     ("skipped_inputs", "int32"), ("error", "string"),
 )

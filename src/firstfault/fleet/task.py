@@ -83,6 +83,8 @@ def contract_fields(contract: dict) -> dict:
         "status": contract.get("status"), "action": contract.get("action"),
         "hosts": hosts, "ranks": len(inputs.get("ranks") or []),
         "skipped_inputs": len(inputs.get("skipped") or []), "error": None,
+        # when the job ran, by its logs' own times, failed or healthy alike (None: they carry none)
+        "log_time": _seconds(inputs.get("last_time")),
     }
     if primary:
         initiating = primary.get("initiating") or {}

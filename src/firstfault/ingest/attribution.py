@@ -143,6 +143,7 @@ class PathHints:
     pid: int | None = None  # Ray worker files carry the worker's pid in their name
     pod_role: str | None = None  # a Kubeflow pod's replica type (master, worker) and index
     pod_index: int | None = None
+    host_by_convention: bool = False  # the file's name gives its node by convention (dmesg-<host>, slurm-%j-%N)
 
 
 def hints_from_path(relative: str) -> PathHints:
@@ -164,10 +165,11 @@ def hints_from_path(relative: str) -> PathHints:
     node = _FILE_NODE.match(stem)
     ray_worker = _RAY_WORKER_FILE.match(PurePath(relative).name)
     pod = _pod_of(parts)
+    named_host, by_convention = _host_from_parts(parts)
     return PathHints(
         rank=None if pod else rank, local_rank=local_rank,
         node_rank=int(node.group(1)) if node else node_in_name,
-        host=pod.group(1) if pod else _host_from_parts(parts), launcher_attempt=attempt,
+        host=pod.group(1) if pod else named_host, host_by_convention=by_convention and not pod, launcher_attempt=attempt,
         pid=int(ray_worker.group(1)) if ray_worker else None,
         pod_role=pod.group(2).lower() if pod else None,
         pod_index=int(pod.group(3)) if pod and pod.group(3).isdigit() else None,
@@ -230,16 +232,19 @@ def is_system_log(relative: str) -> bool:
 _SYSTEM_LOG_NAMES = {"dmesg", "syslog", "kern", "kernel", "messages", "journal", "journalctl"}
 
 
-def _host_from_parts(parts: tuple[str, ...]) -> str | None:
-    for part in reversed(parts):
+def _host_from_parts(parts: tuple[str, ...]) -> tuple[str | None, bool]:
+    """(the host a path names, whether its file name names it by convention: a kernel or system
+    log per node, Slurm's `slurm-%j-%N.out`), or (None, False)."""
+    for index, part in enumerate(reversed(parts)):
         part = re.sub(r"(?i)^ray-session-", "", part)
-        stem = _KIND_PREFIX.sub("", _without_extension(part))
+        bare = _without_extension(part)
+        stem = _KIND_PREFIX.sub("", bare)
         if _HOSTLESS_WORDS.match(stem):
             continue
         match = _HOST_COMPONENT.search(stem)
         if match:
-            return match.group(1)
-    return None
+            return match.group(1), index == 0 and stem != bare and match.group(1) == stem
+    return None, False
 
 
 # NCCL names ranks within a process group: only the default group's rank is the global rank.

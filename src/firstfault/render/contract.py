@@ -87,6 +87,8 @@ def to_contract(diagnosis: Diagnosis) -> dict:
             "hosts": list(inputs.hosts),
             "skipped": [{"source": item.source, "reason": item.reason} for item in inputs.skipped],
             "cross_file_order": cross_file_order(inputs),
+            "first_time": iso_time(inputs.first_time),
+            "last_time": iso_time(inputs.last_time),
         },
         "because": [{"rule": item.rule, "text": item.text,
                      "evidence": [{"source": source, "line": line} for source, line in item.evidence]}
