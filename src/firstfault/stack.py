@@ -93,22 +93,36 @@ def detect_stack(scans, matches) -> tuple[StackSeen, ...]:
     return tuple(seen[stack.id] for stack in STACKS if stack.id in seen)
 
 
-def select_fixes(fixes: Sequence, stack_ids: Sequence[str], limit: int | None = None) -> tuple[list, list[str]]:
-    """(the fixes to show, the stacks of those left out). `fixes` are knowledge-base fix items
-    (dicts with `stack`) or objects with a `stack` attribute; their order is kept within a group."""
+def select_fixes(fixes: Sequence, stack_ids: Sequence[str], limit: int | None = None,
+                 evidence: Sequence[str] = ()) -> tuple[list, list[str]]:
+    """(the fixes to show, why the others are left out). `fixes` are knowledge-base fix items
+    (dicts with `stack` and an optional `when`) or objects with those attributes.
+
+    A fix whose `when` (a regex over the evidence lines) matches fits this failure best: the
+    fixes that fit come first, whatever their stack, and a fix whose `when` does not match is
+    left out while another one fits (it is for another form of the failure). Then the fixes for
+    the stack the logs show, then the universal ones; their order is kept within a group."""
     wanted = [fix_stack for stack_id in stack_ids for fix_stack in _BY_ID[stack_id].fix_stacks if stack_id in _BY_ID]
 
     def stack_of(item) -> str:
         return item["stack"] if isinstance(item, dict) else item.stack
 
-    specific = [item for item in fixes if stack_of(item) in wanted and stack_of(item) not in UNIVERSAL_FIX_STACKS]
-    universal = [item for item in fixes if stack_of(item) in UNIVERSAL_FIX_STACKS]
-    shown = specific + universal
+    def when_of(item) -> str:
+        return (item.get("when") if isinstance(item, dict) else getattr(item, "when", "")) or ""
+
+    text = "\n".join(evidence)
+    fitting = [item for item in fixes if text and when_of(item) and re.search(when_of(item), text)]
+    others = [item for item in fixes if item not in fitting and not (fitting and when_of(item))]
+    specific = [item for item in others if stack_of(item) in wanted and stack_of(item) not in UNIVERSAL_FIX_STACKS]
+    universal = [item for item in others if stack_of(item) in UNIVERSAL_FIX_STACKS]
+    shown = fitting + specific + universal
     if not shown:
         shown = list(fixes)  # nothing fits what the logs show: every fix, rather than none
     if limit is not None:
         shown = shown[:limit]
-    left_out = list(dict.fromkeys(stack_of(item) for item in fixes if item not in shown))
+    left_out = list(dict.fromkeys(
+        ("another form of this failure" if fitting and when_of(item) else stack_of(item))
+        for item in fixes if item not in shown))
     return shown, left_out
 
 

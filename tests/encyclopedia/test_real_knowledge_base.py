@@ -38,3 +38,13 @@ def test_entry_renders_in_every_format(entry):
 def test_every_category_compares(category, fmt):
     text = render_comparison(compare(KB, category), fmt, width=120)
     assert all(entry.id in text for entry in KB.in_category(category))
+
+
+def test_verification_commands_are_runnable_as_printed():
+    """A verification command is one to run, not a sketch: no literal `...` standing for code."""
+    from firstfault.kb import load_knowledge_base
+
+    sketches = [(entry.id, item["command"]) for entry in load_knowledge_base().entries
+                for item in entry.get("verify") or [] if item.get("command")
+                and ("..." in item["command"].split("#")[0] or "…" in item["command"].split("#")[0])]
+    assert sketches == []

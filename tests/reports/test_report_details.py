@@ -189,3 +189,64 @@ def test_long_commands_wrap_in_the_web_page():
     css = (REPO / "src" / "firstfault" / "web" / "static" / "style.css").read_text()
     rule = re.search(r"\.code pre \{([^}]*)\}", css).group(1)
     assert "white-space: pre-wrap" in rule and "overflow-wrap: anywhere" in rule
+
+
+def test_fixes_fit_the_evidence_before_the_stack():
+    """The README's example asserts in an index kernel (`srcIndex < srcSelectDimSize`): the
+    embedding fix comes first although its stack (HF) is not the logs' (torchrun), and the loss
+    fixes (another form of the assert) are left out."""
+    from firstfault.kb import load_knowledge_base
+    from firstfault.pipeline import diagnose_paths
+    from firstfault.render.terminal import TerminalReport
+
+    from .conftest import REPO
+
+    text = TerminalReport(load_knowledge_base()).render(diagnose_paths([str(REPO / "examples" / "nccl-timeouts-after-assert")]))
+    fix = text.split("\nFix\n", 1)[1].split("\nVerification\n", 1)[0]
+    assert "1. Resize embeddings after adding tokens" in fix
+    assert "Keep labels in range" not in fix and "binary loss" not in fix
+    assert "another form of this failure" in fix
+
+
+def test_a_loss_kernel_assert_gets_the_label_fix():
+    from firstfault.kb import load_knowledge_base
+    from firstfault.pipeline import diagnose_texts
+    from firstfault.render.terminal import TerminalReport
+
+    log = ("/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], "
+           "thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.\n"
+           "RuntimeError: CUDA error: device-side assert triggered\n")
+    text = TerminalReport(load_knowledge_base()).render(diagnose_texts([("train.log", log)]))
+    fix = text.split("\nFix\n", 1)[1].split("\nVerification\n", 1)[0]
+    assert "1. Keep labels in range" in fix and "Resize embeddings" not in fix
+
+
+def test_the_fix_section_prints_the_exclusion_commands_filled_in():
+    """Where the host is known, the report prints the commands of `action_detail` with it, and
+    the knowledge base's own commands name it too: never a `NODE` to replace by hand."""
+    from firstfault.kb import load_knowledge_base
+    from firstfault.pipeline import diagnose_paths
+    from firstfault.render.terminal import TerminalReport
+
+    from .conftest import REPO
+
+    diagnosis = diagnose_paths([str(REPO / "tests" / "fixtures" / "dev" / "hpc-dgx-node-ecc-8gpu-ddp-rank5")])
+    assert diagnosis.action == "exclude-host-and-restart"
+    text = TerminalReport(load_knowledge_base()).render(diagnosis)
+    assert "Keep the next run off dgx-b12" in text
+    assert 'scontrol update NodeName=dgx-b12 State=DRAIN' in text and "sbatch --exclude=dgx-b12" in text
+    assert "NODE" not in text.replace("NodeName", "")
+
+
+def test_collateral_ranks_named_by_their_pids():
+    """The launcher's SIGTERMs name pids, its failure table ties each pid to a rank: the seven
+    ranks that only stopped because rank 5 failed are listed (never rank 5 itself)."""
+    from firstfault.pipeline import diagnose_paths
+
+    from .conftest import REPO
+
+    diagnosis = diagnose_paths([str(REPO / "tests" / "fixtures" / "dev" / "hpc-dgx-node-ecc-8gpu-ddp-rank5")])
+    assert diagnosis.initiating.rank == 5
+    listed = {rank for finding in diagnosis.collateral for rank in finding.ranks}
+    assert listed == {0, 1, 2, 3, 4, 6, 7}
+    assert {row.rank: row.ended for row in diagnosis.ranks}[0] == "stopped"

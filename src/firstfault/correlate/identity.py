@@ -305,6 +305,7 @@ def _links_from_scans(scans, file_hosts: dict) -> list[Link]:
 def _links_from_matches(matches: list[Match], file_hosts: dict) -> list[Link]:
     links = []
     table_rows = _table_rank_rows(matches)
+    exit_rows = _table_rank_rows(matches, TABLE_EXIT_ROW)
     max_nranks = max((int(m.captures["nranks"]) for m in matches if m.signature.name == "device-nccl-bus"), default=0)
     for match in matches:
         origin, name, captures = match.line.origin, match.signature.name, match.captures
@@ -316,6 +317,9 @@ def _links_from_matches(matches: list[Match], file_hosts: dict) -> list[Link]:
             if local is not None:
                 keys.append(local_key(int(local), captures["host"]))
             links.append(Link(tuple(keys), captures["host"], "a line names the rank and its host", where, STRONG))
+        elif name == TABLE_EXIT_ROW and exit_rows.get(where) is not None and captures.get("pid"):
+            links.append(Link((rank_key(exit_rows[where]), pid_key(int(captures["pid"]), host)), host,
+                              "torchrun's failure table", where, STRONG))
         elif name == "host-table-row" and table_rows.get(where) is not None:
             links.append(Link((rank_key(table_rows[where]),), captures["host"], "torchrun's failure table", where, STRONG))
         elif name in LAUNCHER_FAILED and captures.get("pid") and origin.rank is not None:
@@ -454,17 +458,22 @@ def _task_hosts(matches: list[Match]) -> dict:
     return tasks
 
 
-def _table_rank_rows(matches: list[Match]) -> dict[tuple, int]:
-    """(source, host-row line) -> the failed rank of the same failure-table record."""
+TABLE_EXIT_ROW = "root-cause-exitcode-row"  # `exitcode  : -15 (pid: 90533)` of torchrun's failure table
+
+
+def _table_rank_rows(matches: list[Match], row_name: str = "host-table-row") -> dict[tuple, int]:
+    """(source, line of a `row_name` row) -> the rank of the same failure-table record (the rank
+    row follows the host row, and precedes the exit-code row)."""
     ranks = {(m.line.origin.source, m.line.origin.line): int(m.captures["failed_rank"])
              for m in matches if m.signature.name == "root-cause-rank-row" and "failed_rank" in m.captures}
+    step = 1 if row_name == "host-table-row" else -1
     rows = {}
     for match in matches:
-        if match.signature.name != "host-table-row":
+        if match.signature.name != row_name:
             continue
         source, line = match.line.origin.source, match.line.origin.line
         for distance in range(1, TABLE_ROW_DISTANCE + 1):
-            rank = ranks.get((source, line + distance))
+            rank = ranks.get((source, line + step * distance))
             if rank is not None:
                 rows[(source, line)] = rank
                 break

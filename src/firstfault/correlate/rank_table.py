@@ -84,6 +84,13 @@ def build_rows(facts) -> dict[int, _Row]:
                                              and "KeyboardInterrupt" in match.line.text else None)
         if ending and _ends_more(row, ending, match):
             row.ended, row.ended_match = ending, match
+    for match, rank in _reported_by_pid(facts):
+        row = rows.get(rank)
+        ending = _exit_ending(str(match.captures.get("exitcode") or ""), str(match.captures.get("signal") or ""))
+        if row is None or not ending:
+            continue
+        if ending and _ends_more(row, ending, match):
+            row.ended, row.ended_match = ending, match
     alive = _in_snapshot(facts)
     gone = _gone_from_snapshot(facts, rows, alive)
     for rank, match in [*((rank, match) for rank, match in alive.items() if rank not in gone), *gone.items()]:
@@ -148,18 +155,37 @@ def _ending_of(match: Match) -> str | None:
     return "failed"
 
 
+# lines that name a process by its pid and say how it ended: torchrun's failure-table exit code
+# row, its `Sending process P closing signal SIGTERM` to the others
+_PID_REPORTS = ("root-cause-exitcode-row", "closing-signal")
+
+
+def _reported_by_pid(facts) -> list[tuple[Match, int]]:
+    """(line, rank) for every line that says how a process the identity map knows ended."""
+    reported = []
+    for match in facts.matches:
+        if match.signature.name in _PID_REPORTS and str(match.captures.get("pid", "")).isdigit():
+            named = facts.identity.rank_of(pid_key(int(match.captures["pid"]), match.line.origin.host))
+            if named is not None:
+                reported.append((match, named.value))
+    return reported
+
+
 def _launcher_ending(match: Match) -> str | None:
     if match.signature.name not in LAUNCHER_FAILED:
         return None
-    code = str(match.captures.get("code") or "")
-    signal = str(match.captures.get("signal") or "")
+    return _exit_ending(str(match.captures.get("code") or ""), str(match.captures.get("signal") or ""))
+
+
+def _exit_ending(code: str, signal: str) -> str | None:
+    """How an exit code or signal says a process ended (a positive code: it raised and exited)."""
     if code in STOPPED_CODES or signal == "SIGTERM":
         return "stopped"
     if code in KILLED_CODES or signal in ("SIGKILL", "Killed"):
         return "killed"
     if signal or code.startswith("-"):
         return "crashed"
-    return None
+    return "failed" if code.isdigit() and code != "0" else None
 
 
 def _collective(match: Match, frames) -> str | None:

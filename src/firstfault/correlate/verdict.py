@@ -71,7 +71,7 @@ def diagnosis_of(facts: Facts, decision: Decision) -> Diagnosis:
                                                               list(facts.matches), rivals))
     if decision.failure_class:
         primary = replace(primary, failure_class=decision.failure_class)
-    collateral = _collateral(winners, decision.primary, initiating_match)
+    collateral = _collateral(winners, decision.primary, initiating_match, facts, initiating.rank)
     candidates = _candidates(winners, primary)
     diagnosis = Diagnosis("failure", primary, initiating, tuple(collateral), tuple(candidates), facts.inputs,
                           tuple(notes), (), _fix_values(initiating_match, initiating), decision.because,
@@ -86,7 +86,7 @@ def _unknown(facts: Facts, decision: Decision) -> Diagnosis:
     lines = sorted([*facts.collateral, *signs], key=time_key)[:EVIDENCE_LINES]
     first = _first_failed(facts, signs)
     return Diagnosis("unknown", None, evidence_of(first) if first else None,
-                     tuple(_collateral(list(facts.winners), "", None)), (), facts.inputs,
+                     tuple(_collateral(list(facts.winners), "", None, facts)), (), facts.inputs,
                      decision.notes, tuple(evidence_of(m) for m in lines), because=decision.because,
                      action=decision.action)
 
@@ -147,21 +147,37 @@ def _fill(template: str, match: Match, where: Evidence | None = None) -> str:
     return fill_placeholders(template, values) if template else ""
 
 
-def _collateral(winners: list[Match], primary: str, initiating: Match | None) -> list[Finding]:
+def _collateral(winners: list[Match], primary: str, initiating: Match | None, facts: Facts,
+                started: int | None = None) -> list[Finding]:
     groups: dict[str, list[Match]] = defaultdict(list)
     for match in winners:
         if match is initiating or (match.entry_id == primary and match.role != "collateral"):
             continue
         groups[match.entry_id].append(match)
     findings = []
+    # `started`: the rank where it started is the cause, not a consequence (its launcher's report of it is)
     for entry_id, members in groups.items():
         members.sort(key=time_key)
-        ranks = sorted({m.line.origin.rank for m in members if m.line.origin.rank is not None})
+        ranks = sorted({rank for rank in (_rank_of(m, facts) for m in members) if rank is not None} - {started})
         hosts = sorted({m.line.origin.host for m in members if m.line.origin.host})
         first = members[0]
         summary = _collateral_summary(first, ranks, len(members))
         findings.append(Finding(entry_id, first.signature.weight, (evidence_of(first),), tuple(ranks), tuple(hosts), len(members), summary))
     return sorted(findings, key=lambda finding: (-len(finding.ranks), -finding.count))
+
+
+def _rank_of(match: Match, facts: Facts) -> int | None:
+    """The rank a line is from: its own prefix, else the process (pid) it names, as the identity
+    map ties pids to ranks (`Sending process 90533 closing signal SIGTERM`)."""
+    if match.line.origin.rank is not None:
+        return match.line.origin.rank
+    pid = str(match.captures.get("pid", ""))
+    if not pid.isdigit():
+        return None
+    from .identity import pid_key
+
+    named = facts.identity.rank_of(pid_key(int(pid), match.line.origin.host))
+    return named.value if named is not None else None
 
 
 def _collateral_summary(first: Match, ranks: list[int], count: int) -> str:

@@ -90,16 +90,28 @@ def _systems(value) -> str | None:
 
 
 def _fix(value) -> str | None:
-    shape = _list_of_maps(("title", "stack", "why"), ("steps", "command", "env", "config", "code"))(value)
+    shape = _list_of_maps(("title", "stack", "why"), ("steps", "command", "env", "config", "code", "when"))(value)
     if shape:
         return shape
     for index, item in enumerate(value):
         if item["stack"] not in FIX_STACKS:
             return f"item {index + 1}: stack must be one of {', '.join(FIX_STACKS)}"
+        if "when" in item and _regex(item["when"]):
+            return f"item {index + 1}: when (the evidence this fix fits) {_regex(item['when'])}"
         if "env" in item and not isinstance(item["env"], dict):
             return f"item {index + 1}: env must map variable names to values"
         if "steps" in item and _list_of_text(item["steps"]):
             return f"item {index + 1}: steps must be a list of text"
+    return None
+
+
+def _regex(value) -> str | None:
+    if not isinstance(value, str) or not value:
+        return "must be a regular expression"
+    try:
+        re.compile(value)
+    except re.error as exc:
+        return f"is not a valid regular expression: {exc}"
     return None
 
 

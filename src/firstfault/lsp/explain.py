@@ -52,18 +52,19 @@ def _marker_text(marker: Marker, diagnosis: Diagnosis, kb, href) -> str:
     summary = " ".join(str(entry.get("summary") or "").split())
     if summary:
         lines.append(summary if len(summary) <= SUMMARY_CHARACTERS else summary[:SUMMARY_CHARACTERS].rsplit(" ", 1)[0] + " …")
-    lines += _fix_and_verify(entry, diagnosis.fix_values if explained == _primary_id(diagnosis) else {},
-                             [seen.id for seen in diagnosis.stack])
+    primary = explained == _primary_id(diagnosis)
+    lines += _fix_and_verify(entry, diagnosis.fix_values if primary else {}, [seen.id for seen in diagnosis.stack],
+                             [item.text for item in diagnosis.primary.evidence] if primary and diagnosis.primary else ())
     lines += [f"_{note}_" for note in diagnosis.notes] if marker.kind == FIRST_FAULT else []
     lines.append(f"[Full entry]({href(entry.id)}) · `firstfault explain {entry.id}`")
     return "\n\n".join(lines)
 
 
-def _fix_and_verify(entry, values: dict, stack=()) -> list[str]:
-    """The first fix for the stack the logs show (the same choice the reports make) and the first
-    verification command."""
+def _fix_and_verify(entry, values: dict, stack=(), evidence=()) -> list[str]:
+    """The first fix for the evidence and the stack the logs show (the same choice the reports
+    make) and the first verification command."""
     lines = []
-    options = [block for block in fix_blocks(entry, values, list(stack)) if isinstance(block, FixOption)]
+    options = [block for block in fix_blocks(entry, values, list(stack), list(evidence)) if isinstance(block, FixOption)]
     if options:
         option = options[0]
         lines.append(f"**Fix** ({option.stack}): {option.title}. {option.why.strip()}")

@@ -144,7 +144,9 @@ def report_sections(entry, diagnosis: Diagnosis, values: Mapping | None = None) 
     filled in, the fixes chosen for the stack the logs show (firstfault.stack)."""
     values = diagnosis.fix_values if values is None else values
     stack = [item.id for item in diagnosis.stack]
-    return [section for section in build_sections(entry, values, stack=stack) if section.heading in (FIX, VERIFY)]
+    evidence = [item.text for item in diagnosis.primary.evidence] if diagnosis.primary else []
+    return [section for section in build_sections(entry, values, stack=stack, evidence=evidence)
+            if section.heading in (FIX, VERIFY)]
 
 
 def id_label(finding) -> str:
@@ -217,6 +219,16 @@ def rank_lines(diagnosis: Diagnosis) -> list[str]:
     if len(groups) > RANK_GROUPS_SHOWN:
         lines.append(f"… and {len(groups) - RANK_GROUPS_SHOWN} more groups (--format json lists every rank)")
     return lines
+
+
+def exclusion_lines(diagnosis: Diagnosis) -> tuple[str, list[str]]:
+    """(a heading naming the hosts, the commands that keep the next run off them), filled in with
+    the hosts the logs name; ("", []) when the action is not to exclude a host or none is named."""
+    hosts = list(diagnosis.action_detail.get("hosts") or [])
+    commands = list(diagnosis.action_detail.get("commands") or [])
+    if not hosts or not commands:
+        return "", []
+    return f"Keep the next run off {', '.join(hosts)}", commands
 
 
 def because_lines(diagnosis: Diagnosis) -> list[str]:

@@ -126,6 +126,7 @@ def build_sections(
     values: Mapping[str, object] | None = None,
     related_titles: Mapping[str, str] | None = None,
     stack: Sequence[str] | None = None,
+    evidence: Sequence[str] = (),
 ) -> list[Section]:
     """The sections of `entry` in their fixed order; empty optional sections are left out.
 
@@ -138,7 +139,7 @@ def build_sections(
         Section(SYMPTOMS, tuple(Item(fill(s["text"]), fill(s["meaning"])) for s in entry.get("symptoms") or ())),
         Section(MECHANISM, (Paragraph(fill(entry.get("mechanism", ""))),)),
         Section(CONFIRM, _steps(entry.get("confirm"), fill)),
-        Section(FIX, fix_blocks(entry, values, stack)),
+        Section(FIX, fix_blocks(entry, values, stack, evidence)),
         Section(VERIFY, _steps(entry.get("verify"), fill) + _verified(entry.get("verified"))),
         Section(PREVENTION, tuple(Item(fill(text)) for text in entry.get("prevention") or ())),
         Section(FAQ, tuple(Item(fill(qa["q"]), fill(qa["a"])) for qa in entry.get("faq") or ())),
@@ -153,13 +154,15 @@ def build_sections(
     return [section for section in sections if section.heading in REQUIRED_SECTIONS or section.blocks]
 
 
-def fix_blocks(entry: Entry, values: Mapping[str, object] | None, stack: Sequence[str] | None) -> tuple:
+def fix_blocks(entry: Entry, values: Mapping[str, object] | None, stack: Sequence[str] | None,
+               evidence: Sequence[str] = ()) -> tuple:
     """The Fix section's blocks: every fix for an entry page; for a diagnosis, a line naming the
-    stack the logs show, the fixes that fit it (at most FIX_LIMIT), and a line naming the rest."""
+    stack the logs show, the fixes that fit the evidence lines and the stack (at most FIX_LIMIT),
+    and a line naming the rest."""
     items = list(entry.get("fix") or ())
     if stack is None:
         return tuple(_fix_option(item, values) for item in items)
-    shown, left_out = select_fixes(items, stack, FIX_LIMIT)
+    shown, left_out = select_fixes(items, stack, FIX_LIMIT, evidence)
     names = stack_names(stack)
     blocks: list = [Paragraph(f"Stack in the logs: {', '.join(names)}." if names else
                               "Stack in the logs: not recognised (no launcher, framework or scheduler lines).")]

@@ -5,8 +5,9 @@ import re
 
 from ..model import Diagnosis
 from .printable import printable_diagnosis
-from .diagnosis_text import (RANK_GROUPS_SHOWN, Names, action_line, because_lines, clip, entry_or_none, id_label,
-                             inputs_line, rank_groups, ranks_text, report_sections, started_line, who)
+from .diagnosis_text import (RANK_GROUPS_SHOWN, Names, action_line, because_lines, clip, entry_or_none,
+                             exclusion_lines, id_label, inputs_line, rank_groups, ranks_text, report_sections,
+                             started_line, who)
 from .entry_markdown import prose, render_section
 
 
@@ -54,6 +55,9 @@ def render(diagnosis: Diagnosis, kb) -> str:
     if diagnosis.error_lines:
         lines += ["", "### Most likely error lines", ""]
         lines += [_line_item(names.where(item), who(item), item.text) for item in diagnosis.error_lines]
+    heading, commands = exclusion_lines(diagnosis)
+    if commands:
+        lines += ["", f"### {prose(heading)}", "", "```sh", *commands, "```"]
     entry = entry_or_none(kb, diagnosis.primary.failure_id) if diagnosis.primary else None
     if entry is not None:
         for section in report_sections(entry, diagnosis):

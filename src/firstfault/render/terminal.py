@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..model import Diagnosis
 from .printable import printable_diagnosis
-from .diagnosis_text import (Names, action_line, because_lines, clip, entry_or_none, id_label, inputs_line,
-                             rank_lines, ranks_text, report_sections, started_line, who)
+from .diagnosis_text import (Names, action_line, because_lines, clip, entry_or_none, exclusion_lines, id_label,
+                             inputs_line, rank_lines, ranks_text, report_sections, started_line, who)
 from .entry_terminal import Style, render_section
 
 # Roles of the diagnosis report, on top of the entry renderer's (title, heading, dim, ...).
@@ -84,6 +84,9 @@ class TerminalReport:
 
     def _fix(self, entry, diagnosis: Diagnosis) -> list[str]:
         lines = []
+        heading, commands = exclusion_lines(diagnosis)
+        if commands:
+            lines += ["", self.style(heading, "title")] + [f"    {command}" for command in commands]
         for section in report_sections(entry, diagnosis):
             lines.append("")
             lines += render_section(section, WIDTH, self._style)

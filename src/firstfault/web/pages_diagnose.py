@@ -43,7 +43,9 @@ def fix_sections(kb, document: dict):
         if initiating.get(key) is not None:
             values.setdefault(key, initiating[key])
     stack = [item["id"] for item in document.get("stack") or () if isinstance(item, dict) and "id" in item]
-    sections = [section for section in build_sections(entry, values, stack=stack) if section.heading in (FIX, VERIFY)]
+    evidence = [item.get("text") or "" for item in primary.get("evidence") or () if isinstance(item, dict)]
+    sections = [section for section in build_sections(entry, values, stack=stack, evidence=evidence)
+                if section.heading in (FIX, VERIFY)]
     return entry, sections
 
 
