@@ -85,6 +85,9 @@ def test_device_index_in_message():
     ("Dec  2 16:46:31 host kernel: x", "2026-12-02T16:46:31.000"),
     ("[Wed Dec  2 16:46:31 2026] NVRM: Xid", "2026-12-02T16:46:31.000"),
     ("  time      : 2026-12-02_16:46:31", "2026-12-02T16:46:31.000"),
+    ("(VllmWorkerProcess pid=2213) ERROR 12-02 16:46:31 multiproc_worker_utils.py:226] Exception in worker", "2026-12-02T16:46:31.000"),
+    ("INFO 12-02 16:46:31 [engine.py:12] Added request", "2026-12-02T16:46:31.000"),
+    ("20261202-16:46:31.250 Local Scheduler INFO: Training finished", "2026-12-02T16:46:31.250"),
 ])
 def test_timestamps(text, expected):
     from firstfault.render.contract import iso_time
@@ -150,3 +153,15 @@ def test_an_nccl_warn_line_with_its_source_location_names_host_and_local_rank():
     assert (prefix.host, prefix.local_rank) == ("gpu-b02", 3)
     inside = parse_prefix("[default1]:gpu-a01:45571:45651 [1] NCCL WARN NET/IB : Got async event : port error")
     assert inside.local_rank == 1 and inside.outer_host is None  # the same stream as its [default1] lines
+
+
+def test_a_vllm_error_line_keeps_its_own_time():
+    """vLLM's `ERROR 08-26 17:03:35` is the error's own time, not one carried from an earlier line."""
+    from firstfault.pipeline import diagnose_texts
+    from firstfault.render.contract import iso_time
+
+    log = ("2025-08-26 17:03:12,000 INFO launcher: starting vllm serve\n"
+           "(VllmWorkerProcess pid=2213) ERROR 08-26 17:03:35 multiproc_worker_utils.py:226] Exception in worker "
+           "VllmWorkerProcess while processing method execute_model: CUDA error: an illegal memory access was encountered\n")
+    diagnosis = diagnose_texts([("vllm.log", log)])
+    assert iso_time(diagnosis.initiating.time) == "2025-08-26T17:03:35.000"

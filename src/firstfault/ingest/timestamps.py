@@ -2,7 +2,8 @@
 
 Python logging / ISO 8601 / DeepSpeed (`2026-12-02 16:46:31,644`, `2026-12-02T16:46:31.644Z`),
 torchelastic (`2026-12-02_16:48:32`), glog (`E1016 03:31:38.928000`), syslog
-(`Dec  2 16:46:31`), `dmesg -T` (`[Wed Dec  2 16:46:31 2026]`). Formats without a year take the
+(`Dec  2 16:46:31`), `dmesg -T` (`[Wed Dec  2 16:46:31 2026]`), vLLM (`ERROR 08-26 17:03:35`), a
+compact date (`20260423-12:27:13.225`). Formats without a year take the
 reference year (the first full date seen in the input, else the current year). Naive times are
 read as if they were UTC: what matters is ordering across files written on the same cluster. A
 time whose text carried a zone (`Z`, `+02:00`) comes back as a `ZonedTime`, so reports print
@@ -23,6 +24,10 @@ _TIMESTAMP = re.compile(
     r"|\b[IWEF](?P<gm>[01]\d)(?P<gd>[0-3]\d) (?P<gH>[0-2]\d):(?P<gM>[0-5]\d):(?P<gS>[0-6]\d)\.(?P<gfrac>\d{1,9})"
     r"|\b(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(?P<sd>[0-3]?\d) "
     r"(?P<sH>[0-2]\d):(?P<sM>[0-5]\d):(?P<sS>[0-6]\d)(?:\.(?P<sfrac>\d{1,9}))?(?: (?P<sY>(?:19|20)\d\d))?"
+    # vLLM's logger: the level, then month-day and time (`ERROR 08-26 17:03:35`)
+    r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<vm>[01]\d)-(?P<vd>[0-3]\d) (?P<vH>[0-2]\d):(?P<vM>[0-5]\d):(?P<vS>[0-6]\d)(?:\.(?P<vfrac>\d{1,9}))?\b"
+    # a compact date (`20260423-12:27:13.225`)
+    r"|\b(?P<cY>(?:19|20)\d\d)(?P<cm>[01]\d)(?P<cd>[0-3]\d)-(?P<cH>[0-2]\d):(?P<cM>[0-5]\d):(?P<cS>[0-6]\d)(?:[.,](?P<cfrac>\d{1,9}))?"
 )
 # Timestamps are looked for near the start of a line only: later ones are message content.
 SEARCH_WINDOW = 120
@@ -50,6 +55,12 @@ class Clock:
         if groups["gm"]:
             return self._epoch(self._year(), int(groups["gm"]), int(groups["gd"]), groups["gH"],
                                groups["gM"], groups["gS"], groups["gfrac"])
+        if groups["vm"]:
+            return self._epoch(self._year(), int(groups["vm"]), int(groups["vd"]), groups["vH"],
+                               groups["vM"], groups["vS"], groups["vfrac"])
+        if groups["cY"]:
+            return self._full_date({"Y": groups["cY"], "m": groups["cm"], "d": groups["cd"], "H": groups["cH"],
+                                    "M": groups["cM"], "S": groups["cS"], "frac": groups["cfrac"], "tz": None})
         year = int(groups["sY"]) if groups["sY"] else self._year()
         return self._epoch(year, MONTHS[groups["mon"]], int(groups["sd"]), groups["sH"],
                            groups["sM"], groups["sS"], groups["sfrac"])

@@ -172,6 +172,10 @@ def stop_ended_hang(facts: Facts, decision: Decision) -> Decision | None:
     stop_time = stop.line.origin.time
     streams = _work_streams(facts)
     last = [value for stream in streams if (value := _last_work(stream, stop_time)) is not None]
+    # progress printed by a process that names no rank (a driver, rank 0's unprefixed logger) is
+    # the job working too
+    last += [line.time for stream in facts.activity if stream.unprefixed for line in stream.progress
+             if line.time is not None and line.time < stop_time - 1.0]
     if not last:
         return None
     idle = stop_time - max(last)
