@@ -134,6 +134,7 @@ class InputSummary:
     ranks: tuple[int, ...] = ()
     hosts: tuple[str, ...] = ()
     skipped: tuple[Skipped, ...] = ()
+    read_notes: tuple[Skipped, ...] = ()  # inputs read whole, with a caveat (bytes that were not UTF-8, replaced)
     timed: bool = True  # False when cross-file order had to fall back to file order
     first_time: float | None = None  # the earliest and latest times the logs' lines carry (None: no times)
     last_time: float | None = None

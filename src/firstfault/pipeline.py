@@ -104,6 +104,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     read = [scan for scan in scans if not scan.error]
     all_skipped = list(skipped) + [Skipped(scan.input.display, scan.error) for scan in scans if scan.error]
     all_skipped += [Skipped(scan.input.display, note) for scan in read for note in _partial_notes(scan)]
+    read_notes = [Skipped(scan.input.display, UNDECODABLE_NOTE) for scan in read if scan.stats.invalid_utf8]
     if not read:
         reasons = mask_secrets("; ".join(f"{item.source}: {item.reason}" for item in all_skipped))
         raise InputError(f"no readable input ({reasons})", "check the paths; binary or empty files are skipped")
@@ -119,6 +120,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
         ranks=tuple(ranks_seen(read, matches, files)),
         hosts=tuple(hosts_seen(read, matches, files)),
         skipped=tuple(all_skipped),
+        read_notes=tuple(read_notes),
         timed=all(scan.last_time is not None for scan in read),
         first_time=min((scan.first_time for scan in read if scan.first_time is not None), default=None),
         last_time=max((scan.last_time for scan in read if scan.last_time is not None), default=None),
@@ -162,9 +164,10 @@ def _partial_notes(scan: FileScan) -> list[str]:
         notes.append(f"partly read: {scan.stats.truncated}")
     if scan.stats.long_lines:
         notes.append(f"{scan.stats.long_lines} line(s) longer than 64 KiB were cut to their first 64 KiB")
-    if scan.stats.invalid_utf8:
-        notes.append("not valid UTF-8: undecodable bytes were replaced")
     return notes
+
+
+UNDECODABLE_NOTE = "read, but not valid UTF-8: its undecodable bytes were replaced"
 
 
 def _mask_hosts(diagnosis: Diagnosis) -> Diagnosis:

@@ -39,11 +39,15 @@ def test_each_bad_kind_is_skipped_with_a_reason_and_the_rest_is_read(tmp_path):
     assert any("skipped" in line and "missing.log" in line for line in stderr)
 
 
-def test_invalid_utf8_is_read_and_reported(tmp_path):
+def test_invalid_utf8_is_read_and_reported_as_read_not_skipped(tmp_path):
     (tmp_path / "latin1.log").write_bytes("caf\xe9 step 1\n".encode("latin-1") + FAULT.encode())
     result, report = _diagnose_json(tmp_path / "latin1.log")
     assert report["primary"]["failure_id"] == "cuda-device-side-assert"
-    assert "UTF-8" in _skipped(report)["latin1.log"]
+    assert "latin1.log" not in _skipped(report)
+    notes = {os.path.basename(item["source"]): item["note"] for item in report["inputs"]["read_notes"]}
+    assert "UTF-8" in notes["latin1.log"] and notes["latin1.log"].startswith("read")
+    stderr = result.stderr.decode()
+    assert "skipped" not in stderr and "note:" in stderr and "latin1.log" in stderr
 
 
 def test_megabyte_lines_are_cut_not_fatal(tmp_path):

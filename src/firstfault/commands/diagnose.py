@@ -63,5 +63,7 @@ def run(args) -> int:
 
     for item in skipped_worth_saying(diagnosis.inputs.skipped):
         print(f"firstfault: skipped {printable(item.source)}: {printable(item.reason)}", file=sys.stderr)
+    for item in diagnosis.inputs.read_notes:
+        print(f"firstfault: note: {printable(item.source)}: {printable(item.reason)}", file=sys.stderr)
     sys.stdout.write(render(diagnosis, kb, args.format, use_color(args.color, sys.stdout)))
     return exit_status(diagnosis)

@@ -86,6 +86,7 @@ def to_contract(diagnosis: Diagnosis) -> dict:
             "ranks": list(inputs.ranks),
             "hosts": list(inputs.hosts),
             "skipped": [{"source": item.source, "reason": item.reason} for item in inputs.skipped],
+            "read_notes": [{"source": item.source, "note": item.reason} for item in inputs.read_notes],
             "cross_file_order": cross_file_order(inputs),
             "first_time": iso_time(inputs.first_time),
             "last_time": iso_time(inputs.last_time),
