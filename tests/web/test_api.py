@@ -194,7 +194,8 @@ def test_links_in_an_archive_are_skipped_not_followed(client):
     assert response.status_code == 200
     assert response.json()["inputs"]["files"] == ["logs/rank1.log"]
     only_link = tar_gz({}, links={"logs/passwd.log": "/etc/passwd"})
-    assert_error(client.post("/api/diagnose", files={"files": ("logs.tar.gz", only_link)}), 422, "no_input")
+    error = assert_error(client.post("/api/diagnose", files={"files": ("logs.tar.gz", only_link)}), 422, "no_readable_input")
+    assert "passwd.log" in error["message"]  # what was skipped, and why
 
 
 @pytest.mark.parametrize("data", [b"PK\x03\x04" + b"\x00garbage" * 10, b"\x1f\x8b\x08\x00garbage", gz(b"x" * 600)[:-12],
@@ -344,3 +345,24 @@ def test_upload_names_cannot_climb(client):
     response = client.post("/api/diagnose", files={"files": ("../../etc/rank1.log", RANK_LOGS["rank1.log"].encode())})
     assert response.status_code == 200
     assert response.json()["inputs"]["files"] == ["etc/rank1.log"]
+
+
+def test_an_upload_with_nothing_readable_says_why_in_web_words(client):
+    """A binary file alone: refused with its name and why, and a hint about what to upload
+    (never the command line's 'check the paths')."""
+    files = [("files", ("model.pt", bytes(range(256)) * 64, "application/octet-stream"))]
+    error = assert_error(client.post("/api/diagnose", files=files), 422, "no_readable_input")
+    assert "model.pt" in error["message"] and "binary" in error["message"]
+    assert "path" not in error["hint"] and "upload" in error["hint"]
+    page = client.post("/diagnose", files=files, headers={"accept": "text/html"})
+    assert page.status_code == 422 and "model.pt" in page.text and "check the paths" not in page.text
+
+
+def test_the_slow_client_timeout_is_the_one_the_readme_states():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    stated = float(re.search(r"`--client-timeout` seconds \(default (\d+)\)", readme).group(1))
+    limits = Limits()
+    assert limits.head_timeout == stated and limits.body_idle_timeout == stated

@@ -51,7 +51,15 @@ def count_lines(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
+UNREADABLE_HINT = ("paste the log text, or upload text logs (.log, .txt, .out, or .gz, .zip, .tar.gz archives of "
+                   "them); binary and empty files are not read")
+
+
 def finish(budget: Budget, mask_hosts: bool, sample: str = "") -> Submission:
+    if not budget.files and budget.notes:
+        # something was sent, and none of it is a log: say which file and why
+        raise InputRejected(422, "no_readable_input", f"nothing you sent could be read as a log: {'; '.join(budget.notes[:5])}",
+                            UNREADABLE_HINT)
     if not budget.files:
         raise malformed("no_input", "no log text in the request", "paste a log, or upload log files or an archive of a log folder")
     lines = sum(count_lines(data) for _, data in budget.files)

@@ -29,8 +29,8 @@ class Limits:
     # slow clients: a request's head must arrive within head_timeout seconds of the connection
     # (or of the previous response); its body may pause at most body_idle_timeout seconds and
     # take at most body_timeout seconds in all
-    head_timeout: float = 10.0
-    body_idle_timeout: float = 15.0
+    head_timeout: float = 10.0  # (the README states both: `--client-timeout`, default 10)
+    body_idle_timeout: float = 10.0
     body_timeout: float = 300.0
 
 

@@ -6,9 +6,10 @@ import asyncio
 from starlette.concurrency import run_in_threadpool
 
 from .. import pipeline
+from ..errors import InputError
 from ..model import Diagnosis
 from . import samples
-from .ingress import Submission
+from .ingress import UNREADABLE_HINT, Submission
 from .limits import InputRejected
 from .report import build_document, title_of
 
@@ -33,6 +34,11 @@ async def diagnose(app, submission: Submission) -> tuple[Diagnosis, dict]:
     except NotImplementedError:
         raise InputRejected(503, "engine_unavailable", "the diagnosis engine is not available in this build",
                             "install a released firstfault") from None
+    except InputError as exc:
+        # the pipeline says it for a command line ("check the paths"); a page says it for an upload
+        reasons = exc.message.partition("(")[2].rstrip(")") or exc.message
+        raise InputRejected(422, "no_readable_input", f"nothing you sent could be read as a log: {reasons}",
+                            UNREADABLE_HINT) from None
     return diagnosis, build_document(diagnosis, submission.notes)
 
 
