@@ -179,3 +179,46 @@ def test_watch_names_a_rank_that_had_stopped_before_watching_began(spawn, tmp_pa
     logs.mkdir()
     alert = _hang_after_backlog(spawn, logs, lambda rank, text: _append(logs / f"rank{rank}.log", text), 3)
     assert alert["ranks"] == [2], alert
+
+
+def test_watch_does_not_follow_its_own_output_in_the_watched_folder(tmp_path):
+    """`firstfault watch DIR > DIR/alerts.jsonl`: the alerts it writes are not logs to read back
+    (they quote the failing line, which would raise the same alert again, for ever)."""
+    import subprocess
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "rank1.log").write_text(RANK1)
+    out = logs / "alerts.jsonl"
+    with open(out, "w") as handle:
+        done = subprocess.run(FIRSTFAULT + ["watch", str(logs), "--format", "jsonl", "--poll", "0.1", "--duration", "3"],
+                              stdout=handle, stderr=subprocess.PIPE, timeout=120)
+    alerts = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    failures = [alert for alert in alerts if alert.get("kind") == "failure"]
+    assert len(failures) == 1, alerts
+    assert all("alerts.jsonl" not in json.dumps(alert) for alert in alerts)
+    assert done.returncode == 1
+
+
+def test_run_stamps_the_lines_it_keeps_so_its_files_order_without_a_warning():
+    from firstfault.watch.launch import stamped
+
+    line = stamped(b"[default1]:step 3 loss 0.25\n", 1_764_842_400.5)
+    assert line.startswith(b"[default1]:") and b",500 step 3 loss 0.25" in line
+    for kept in (b"[default1]:[rank1]: Traceback (most recent call last):\n", b"[default1]:  File \"job.py\", line 9, in <module>\n",
+                 b"[default1]:[rank1]: IndexError: list index out of range\n", b"2026-12-04 10:00:00,000 INFO step 1\n", b"\n"):
+        assert stamped(kept, 1_764_842_400.5) == kept  # a traceback keeps its shape; a timed line its time
+
+
+def test_the_follower_never_reads_the_files_its_own_streams_write(tmp_path):
+    from firstfault.watch.follower import Follower, own_outputs
+
+    (tmp_path / "rank0.log").write_text("step 1 loss 2.0\n")
+    with open(tmp_path / "out.txt", "w") as redirected:
+        redirected.write("an alert quoting RuntimeError: CUDA error: device-side assert triggered\n")
+        redirected.flush()
+        ignored = own_outputs(redirected, sys.stdin)
+        assert len(ignored) == 1
+        chunks = Follower([str(tmp_path)], ignored=ignored).poll()
+    assert {chunk.relative for chunk in chunks} == {"rank0.log"}
+    assert {chunk.relative for chunk in Follower([str(tmp_path)]).poll()} == {"rank0.log", "out.txt"}

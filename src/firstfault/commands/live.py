@@ -132,12 +132,12 @@ def _stop_on_signals(stop: threading.Event, also=None):
 
 
 def run_watch(args) -> int:
-    from ..watch.follower import Follower
+    from ..watch.follower import Follower, own_outputs
     from ..watch.loop import finish, watch_loop
 
     kb, engine = _engine(args)
     sink = _sinks(args, sys.stdout)
-    follower = Follower(list(args.paths))
+    follower = Follower(list(args.paths), ignored=own_outputs(sys.stdout, sys.stderr))
     stop = threading.Event()
     previous = _stop_on_signals(stop)
     deadline = time.monotonic() + args.duration if args.duration else None

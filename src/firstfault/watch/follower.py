@@ -51,11 +51,26 @@ class _Followed:
     is_record: bool = False
 
 
+def own_outputs(*streams) -> frozenset:
+    """(st_dev, st_ino) of the regular files the given streams write to (stdout redirected into
+    the watched folder), so that a follower never reads its own output."""
+    inodes = set()
+    for stream in streams:
+        try:
+            info = os.fstat(stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            continue
+        if stat_module.S_ISREG(info.st_mode):
+            inodes.add((info.st_dev, info.st_ino))
+    return frozenset(inodes)
+
+
 @dataclass
 class Follower:
     """Polls the given files, folders and globs; call `poll()` every ~0.2 s."""
 
     paths: list[str]
+    ignored: frozenset = frozenset()  # (st_dev, st_ino) of files never to follow: the command's own output
     events: list[FileEvent] = field(default_factory=list)
     _followed: dict[str, _Followed] = field(default_factory=dict)
     _skipped: set = field(default_factory=set)
@@ -68,6 +83,8 @@ class Follower:
         seen_inodes = set()
         for path, (relative, stat) in self._discover():
             inode = (stat.st_dev, stat.st_ino)
+            if inode in self.ignored:
+                continue  # `watch DIR > DIR/out`: what we write is not a log to follow
             if path not in found and inode not in seen_inodes:
                 found[path] = (relative, stat)
                 seen_inodes.add(inode)

@@ -1,7 +1,7 @@
 """`firstfault run`: start a launcher command and tee each rank's output into a log folder.
 
 The command's stdout and stderr are copied, line by line, to the console (so the job looks as it
-always did) and into `<log dir>`: lines with a torchrun `[defaultN]:` prefix into `rank<N>.log`
+always did) and into `<log dir>`, each line without a time of its own stamped with when it arrived: lines with a torchrun `[defaultN]:` prefix into `rank<N>.log`
 (`node<M>-local<N>.log` on node M > 0 of a multi-node job), every other line into `console.log`.
 The watcher follows that folder like any other. For torchrun the environment asks for the prefixes
 (`PET_TEE=3`, torchrun's own environment form of `--tee 3`) unless the command chose its own
@@ -14,11 +14,18 @@ import os
 import re
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from ..hook import ERROR_DIR_ENV
+from ..ingest.attribution import parse_prefix
+from ..ingest.timestamps import Clock
 
 _TEE_PREFIX = re.compile(rb"^\[([A-Za-z_-]*?)(\d{1,5})\]:")
+_CLOCK = Clock()
+# lines of a traceback (frames, the header, the exception line): stamped, they would lose the shape
+# the engine reads them by; they inherit the time of the stamped line before them
+_TRACEBACK_PART = re.compile(r"\s|Traceback\b|[A-Za-z_][\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b")
 _TORCHRUN_OUTPUT_FLAGS = ("--tee", "-t", "--redirects", "-r")
 
 
@@ -70,6 +77,20 @@ def node_rank(command: list[str], env: dict) -> int:
     return int(value) if value.isdigit() else 0
 
 
+def stamped(line: bytes, arrived: float) -> bytes:
+    """The line as the log folder keeps it: a line that carries no time of its own gets the time
+    it arrived (local time, as Python's logging writes it) after its launcher prefixes, so every
+    file `run` writes orders against the others. The console shows the line unchanged."""
+    text = line.decode("utf-8", "replace")
+    prefix = parse_prefix(text)
+    message = text[prefix.offset:]
+    if not message.strip() or _TRACEBACK_PART.match(message) or _CLOCK.parse(message) is not None:
+        return line  # a traceback's lines keep their shape: they take the time of the line before them
+    at = len(text[:prefix.offset].encode("utf-8"))
+    moment = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(arrived)) + f",{int(arrived * 1000) % 1000:03d} "
+    return line[:at] + moment.encode() + line[at:]
+
+
 class Tee:
     """Copies the child's streams to the console and to per-rank files; one lock per file."""
 
@@ -93,6 +114,7 @@ class Tee:
 
     def copy(self, stream, console) -> None:
         for line in iter(stream.readline, b""):
+            arrived = time.time()
             try:
                 console.write(line)
                 console.flush()
@@ -100,7 +122,7 @@ class Tee:
                 pass  # a closed console must not stop the log files
             with self._lock:
                 handle = self._file_for(line)
-                handle.write(line)
+                handle.write(stamped(line, arrived))
                 handle.flush()
 
     def close(self) -> None:
