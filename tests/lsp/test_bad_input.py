@@ -135,3 +135,21 @@ async def test_a_large_folder_is_scanned_by_worker_processes_from_the_server(tmp
     finally:
         await client.shutdown_session()
         await client.stop()
+
+
+async def test_a_log_opened_from_a_folder_of_everything_reads_its_job_and_says_what_it_left(lsp, tmp_path):
+    """~/Downloads with a run's two node logs among 300 other files: the two are read, the rest
+    are named as left out, and the server is not reading them."""
+    downloads = tmp_path / "Downloads"
+    downloads.mkdir()
+    rank_logs = sorted((REAL_RUNS / "exc-two-ranks-plain-ws4" / "logs").glob("rank*.log"))
+    for index, source in enumerate(rank_logs[:2]):
+        (downloads / f"slurm-77123-node0{index}.out").write_bytes(source.read_bytes())
+    for index in range(300):
+        (downloads / f"receipt-{index}.txt").write_text("paid\n")
+    open_file(lsp, downloads / "slurm-77123-node01.out")
+    await wait_for(lambda: any("diagnosed" in item.message for item in lsp.log_messages), "the diagnosis")
+    summary = next(item.message for item in lsp.log_messages if "diagnosed" in item.message)
+    assert "read 2 files" in summary, summary
+    told = await wait_for(lambda: [item.message for item in lsp.messages if "left out" in item.message], "what was left")
+    assert "left out 300" in told[0] and "Diagnose the folder" in told[0], told

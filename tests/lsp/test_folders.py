@@ -63,3 +63,27 @@ def test_which_files_are_logs(tmp_path):
     assert not is_log_document(tmp_path / "run/train.py")
     for suffix in (".out", ".err", ".LOG"):
         assert is_log_document(tmp_path / f"slurm-42{suffix}")
+
+
+def test_a_log_in_a_folder_of_everything_brings_only_its_own_job(tmp_path):
+    """A log opened from /tmp or ~/Downloads: not the 3,000 files beside it, only the ones that
+    look like the same job, and the editor is told what was left out."""
+    downloads = tmp_path / "Downloads"
+    _files(downloads, "slurm-88231-gpu-b06.out", "slurm-88231-gpu-b07.out", "slurm-90000-gpu-a01.out",
+           "report.pdf", "notes.txt", "other-job.log", *[f"photos/img{index}.jpg" for index in range(50)])
+    scope = job_scope(downloads / "slurm-88231-gpu-b07.out", [])
+    assert scope.folder == downloads
+    assert sorted(scope.paths) == [str(downloads / "slurm-88231-gpu-b06.out"), str(downloads / "slurm-88231-gpu-b07.out")]
+    assert scope.left_out == 4 and "not this job's" in scope.why
+
+
+def test_a_run_folder_is_read_whole_within_limits_else_bounded(tmp_path):
+    from firstfault.lsp.folders import ScopeLimits
+
+    run = tmp_path / "runs" / "job-7"
+    _files(run, "rank0.log", "rank1.log", "launcher.out")
+    assert job_scope(run / "rank1.log", [tmp_path]).paths == (str(run),)
+    _files(run, *[f"deep/a/b/c/d/e/rank{index}.log" for index in range(3)])
+    scope = job_scope(run / "rank1.log", [tmp_path], ScopeLimits(max_files=2, max_depth=4))
+    assert scope.paths[0] == str(run / "rank1.log") and len(scope.paths) == 2
+    assert scope.left_out == 4 and "deeper than 4" in scope.why and "past the limits" in scope.why

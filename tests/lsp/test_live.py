@@ -7,7 +7,7 @@ import shutil
 import pytest
 from lsprotocol import types
 
-from .conftest import diagnostics_of, open_file, wait_for
+from .conftest import REAL_RUNS, diagnostics_of, open_file, wait_for
 from .test_diagnostics import cli_contract
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
@@ -54,3 +54,25 @@ async def test_a_file_deleted_while_open(lsp, run_folder):
         text_document=types.TextDocumentIdentifier(uri=(folder / "rank1.log").as_uri()),
         position=types.Position(line=15, character=0)))
     assert hover is None  # still answering
+
+
+async def test_changes_are_read_on_file_system_events_not_by_polling(tmp_path, cache_home, run_folder):
+    """Looking at the files once a minute only (pollSeconds 60): a change is still read within
+    seconds, because the system tells the server."""
+    from .conftest import start_client
+
+    client = await start_client(tmp_path, cache_home, {"pollSeconds": 60, "settleSeconds": 0.2})
+    try:
+        folder = run_folder("exc-two-ranks-plain-ws4")
+        (folder / "rank1.log").write_bytes((folder / "rank1.log").read_bytes().split(b"Traceback")[0])
+        open_file(client, folder / "rank3.log")
+        await wait_for(lambda: any("diagnosed" in item.message for item in client.log_messages), "the first diagnosis")
+        assert any("by file-system events" in item.message for item in client.log_messages)
+        [(uri, _error)] = await wait_for(lambda: _errors(client), "rank 3's error as the first fault")
+        assert uri == (folder / "rank3.log").as_uri()
+        shutil.copy(REAL_RUNS / "exc-two-ranks-plain-ws4" / "logs" / "rank1.log", folder / "rank1.log")
+        await wait_for(lambda: [uri for uri, _ in _errors(client)] == [(folder / "rank1.log").as_uri()],
+                       "rank 1's error, once written", timeout=20)
+    finally:
+        await client.shutdown_session()
+        await client.stop()

@@ -26,7 +26,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       { scheme: "file", language: "log" },
       { scheme: "file", pattern: "**/*.{log,out,err,txt}" },
     ],
-    initializationOptions: { webUrl: settings.get<string>("webUrl", "http://127.0.0.1:8000"), clipboard: true },
+    initializationOptions: {
+      webUrl: settings.get<string>("webUrl", "http://127.0.0.1:8000"),
+      clipboard: true,
+      jobMaxFiles: settings.get<number>("jobMaxFiles", 512),
+      jobMaxBytes: settings.get<number>("jobMaxMegabytes", 2048) * 1024 * 1024,
+      jobMaxDepth: settings.get<number>("jobMaxDepth", 4),
+    },
     middleware: {
       window: {
         // the server's reports and entries are Markdown files: show them rendered, read-only

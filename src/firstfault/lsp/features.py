@@ -29,7 +29,7 @@ from ..render.contract import to_contract
 from ..render.diagnosis_text import entry_or_none
 from ..render.markdown import render as render_markdown
 from .explain import hover_markdown, verification_command
-from .folders import JobScope, job_scope
+from .folders import JobScope, ScopeLimits, job_scope
 from .markers import COLLATERAL, FIRST_FAULT, SAME_FAILURE, title_of
 from .progress import EditorProgress
 from .publish import line_range
@@ -100,7 +100,8 @@ def build_server() -> FirstfaultServer:
     @server.command(DIAGNOSE_FOLDER)
     async def diagnose_folder(ls: FirstfaultServer, *arguments) -> dict:
         target, options = _target_and_options(arguments)
-        entry = ls.job_for(await asyncio.get_running_loop().run_in_executor(ls.pool, _scope_for, target, ls.workspace_roots()))
+        entry = ls.job_for(await asyncio.get_running_loop().run_in_executor(ls.pool, _scope_for, target, ls.workspace_roots(),
+                                                                                     ls.settings.limits))
         diagnosis = await ls.diagnose_job(entry, request=ls.protocol.msg_id)
         if diagnosis is None:
             raise RequestError(entry.job.problem or "the diagnosis was cancelled",
@@ -201,9 +202,9 @@ def _target_and_options(arguments) -> tuple[Path, dict]:
     return path.absolute(), _options(arguments[1:])
 
 
-def _scope_for(path: Path, roots) -> JobScope:
+def _scope_for(path: Path, roots, limits: ScopeLimits) -> JobScope:
     """A folder asked for is diagnosed whole; a file brings its job (as when it is opened)."""
-    return JobScope(path, (str(path),)) if path.is_dir() else job_scope(path, roots)
+    return JobScope(path, (str(path),)) if path.is_dir() else job_scope(path, roots, limits)
 
 
 def _diagnose_text(named_texts, mask_hosts: bool, kb, observer):

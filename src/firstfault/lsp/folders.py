@@ -26,12 +26,25 @@ _ATTEMPT = re.compile(r"attempt_\d+")
 
 
 @dataclass(frozen=True)
+class ScopeLimits:
+    """How much one opened log may bring with it (`initializationOptions`: jobMaxFiles,
+    jobMaxBytes, jobMaxDepth)."""
+
+    max_files: int = 512
+    max_bytes: int = 2 << 30
+    max_depth: int = 4  # folder levels below the job folder
+
+
+@dataclass(frozen=True)
 class JobScope:
-    """What to diagnose for a file: `paths` (the run folder, or the log files of a project
-    folder) as given to `diagnose_paths`; `folder` names the job."""
+    """What to diagnose for a file: `paths` (the run folder, or the job's files) as given to
+    `diagnose_paths`; `folder` names the job; `left_out` counts the files of the folder that were
+    not taken (another job's, or past the limits) and `why` says why, for the editor to say."""
 
     folder: Path
     paths: tuple[str, ...]
+    left_out: int = 0
+    why: str = ""
 
 
 def is_log_document(path: Path) -> bool:
@@ -51,14 +64,98 @@ def names_a_rank(name: str) -> bool:
     return hints.rank is not None or hints.node_rank is not None
 
 
-def job_scope(path: Path, workspace_roots: Sequence[Path] = ()) -> JobScope:
-    """The job of the file `path`; see job_folder."""
+def job_scope(path: Path, workspace_roots: Sequence[Path] = (), limits: ScopeLimits = ScopeLimits()) -> JobScope:
+    """The job of the file `path` (see job_folder), bounded: a run folder is read whole within
+    the limits; any other folder (a project, `/tmp`, `~/Downloads`) gives only the file and its
+    siblings that look like the same job (`rank3.log` beside `rank0.log`, `slurm-881-gpu-b07.out`
+    beside `slurm-881-gpu-b06.out`)."""
+    absolute = Path(os.path.abspath(path))
     folder = job_folder(path, workspace_roots)
-    if _is_project(folder):
+    if folder != absolute.parent or _is_run_folder(folder):
+        return _bounded(folder, absolute, limits)
+    if _is_project(folder):  # code beside its logs: the log files lying directly in it
         files = sorted(str(item) for item in _log_files(folder))
-        absolute = str(Path(os.path.abspath(path)))
-        return JobScope(folder, tuple(files) if absolute in files else (absolute, *files))
-    return JobScope(folder, (str(folder),))
+        return _limited(JobScope(folder, tuple(files) if str(absolute) in files else (str(absolute), *files)), limits)
+    entries = [Path(entry.path) for entry in _entries(folder) if entry.is_file()]
+    shape = _shape(absolute.name)
+    same_job = sorted(str(item) for item in entries if _shape(item.name) == shape)
+    files = same_job if str(absolute) in same_job else [str(absolute), *same_job]
+    left_out = len(entries) - len(files)
+    why = f"{left_out} other file(s) in {folder} are not this job's (they do not look like {absolute.name})" if left_out > 0 else ""
+    return _limited(JobScope(folder, tuple(files), left_out, why), limits)
+
+
+_NUMBER = re.compile(r"(?<!\d)\d{1,4}(?!\d)")  # a rank, a node, a host's number; a job id (5+ digits) stays
+
+
+def _shape(name: str) -> str:
+    """A file name with its small numbers masked: the files of one job share a shape."""
+    return _NUMBER.sub("#", name.lower())
+
+
+def _is_run_folder(folder: Path) -> bool:
+    """A folder that holds one run's logs: files or folders named per rank or node, a torchrun
+    `--log-dir` tree. Never a project (code, a repository) or the home folder."""
+    if _is_project(folder):
+        return False
+    return any(names_a_rank(entry.name) or _ATTEMPT.fullmatch(entry.name) or entry.name == "torchelastic"
+               for entry in _entries(folder))
+
+
+def _bounded(folder: Path, opened: Path, limits: ScopeLimits) -> JobScope:
+    """The run folder whole when it is within the limits (new files are then found as they
+    appear), else its files down to max_depth, the opened one first, up to the limits."""
+    files, too_deep = _walk(folder, limits.max_depth)
+    total = sum(size for _, size in files)
+    if not too_deep and len(files) <= limits.max_files and total <= limits.max_bytes:
+        return JobScope(folder, (str(folder),))
+    names = [str(opened)] + [name for name, _ in files if name != str(opened)]
+    why = f"{too_deep} file(s) lie deeper than {limits.max_depth} folder levels" if too_deep else ""
+    return _limited(JobScope(folder, tuple(names), too_deep, why), limits, dict(files))
+
+
+def _limited(scope: JobScope, limits: ScopeLimits, sizes: dict | None = None) -> JobScope:
+    """At most max_files files and max_bytes bytes (the opened file, first, is always kept)."""
+    kept, total = [], 0
+    for name in scope.paths:
+        size = (sizes or {}).get(name)
+        if size is None:
+            try:
+                size = os.stat(name).st_size
+            except OSError:
+                size = 0
+        if kept and (len(kept) >= limits.max_files or total + size > limits.max_bytes):
+            break
+        kept.append(name)
+        total += size
+    dropped = len(scope.paths) - len(kept)
+    if not dropped:
+        return scope
+    why = "; ".join(part for part in (scope.why, f"{dropped} more past the limits ({limits.max_files} files, "
+                                                 f"{limits.max_bytes >> 20} MiB)") if part)
+    return JobScope(scope.folder, tuple(kept), scope.left_out + dropped, why)
+
+
+def _walk(folder: Path, max_depth: int) -> tuple[list[tuple[str, int]], int]:
+    """(path, size) of the files down to max_depth folder levels (hidden ones left out, as
+    `diagnose` does), and how many lie deeper."""
+    files, too_deep = [], 0
+    for current, subfolders, names in os.walk(folder):
+        depth = len(Path(current).relative_to(folder).parts)
+        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
+        for name in sorted(names):
+            if name.startswith("."):
+                continue
+            if depth > max_depth:
+                too_deep += 1
+                continue
+            try:
+                files.append((os.path.join(current, name), os.stat(os.path.join(current, name)).st_size))
+            except OSError:
+                continue
+        if len(files) + too_deep > 100 * LISTING_LIMIT:
+            break  # a whole disk under a run folder: what was found is enough to refuse it whole
+    return files, too_deep
 
 
 def job_folder(path: Path, workspace_roots: Sequence[Path] = ()) -> Path:

@@ -1,10 +1,12 @@
 """The editor server's state and work: jobs open in the editor, their diagnoses, what is published.
 
-A log file opened in the editor is diagnosed with its whole job (`folders.job_scope`), read from
-disk, never from the editor's copy of the text; the diagnostics land on every file the evidence
-lies in. Diagnoses run in worker threads (`progress` reports them and stops them on cancel); the
-files of jobs with open documents are looked at every `poll_seconds` and, once a change has
-settled (or has gone on for MAX_WAIT_SECONDS), brought up to date incrementally (`job.Job`).
+A log file opened in the editor is diagnosed with its job (`folders.job_scope`: its run folder,
+bounded), read from disk, never from the editor's copy of the text; the diagnostics land on every
+file the evidence lies in. Diagnoses run in worker threads (`progress` reports them and stops them
+on cancel). The operating system tells when a file of an open job changes (`changes`); once the
+change has settled (quiet for `settle_seconds`, or going on for MAX_WAIT_SECONDS) the diagnosis
+is brought up to date incrementally (`job.Job`). Where events cannot be had, the job's files are
+looked at every `poll_seconds` instead.
 Everything sent to the client is sent from the event loop. The LSP features are wired to this
 in `features`.
 """
@@ -24,7 +26,8 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..correlate.ranks import resolve
 from ..model import Diagnosis
-from .folders import JobScope, is_log_document, job_scope
+from .changes import ChangeNotices
+from .folders import JobScope, ScopeLimits, is_log_document, job_scope
 from .job import Job
 from .links import DEFAULT_WEB_URL, EntryLinks
 from .markers import Marker, markers_for
@@ -40,8 +43,10 @@ class Settings:
     """What the client may set in `initializationOptions`."""
 
     web_url: str = DEFAULT_WEB_URL  # firstfault serve's address, for links to entry pages ("" : never)
-    poll_seconds: float = 1.0  # how often the files of open jobs are looked at
+    poll_seconds: float = 1.0  # how often the files of open jobs are looked at, where events cannot be had
+    settle_seconds: float = 0.5  # how long a changed job must stay quiet before it is read again
     clipboard: bool = False  # the client copies verification commands itself (else they are shown)
+    limits: ScopeLimits = field(default_factory=ScopeLimits)  # how much one opened log brings with it
 
     @classmethod
     def from_options(cls, options) -> "Settings":
@@ -52,7 +57,14 @@ class Settings:
         poll = options.get("pollSeconds")
         if isinstance(poll, (int, float)) and 0.05 <= poll <= 60:
             settings.poll_seconds = float(poll)
+        settle = options.get("settleSeconds")
+        if isinstance(settle, (int, float)) and 0.05 <= settle <= 60:
+            settings.settle_seconds = float(settle)
         settings.clipboard = options.get("clipboard") is True
+        bounds = {name: options.get(key) for name, key in (("max_files", "jobMaxFiles"), ("max_bytes", "jobMaxBytes"),
+                                                             ("max_depth", "jobMaxDepth"))}
+        settings.limits = ScopeLimits(**{name: value for name, value in bounds.items()
+                                         if isinstance(value, int) and not isinstance(value, bool) and value > 0})
         return settings
 
 
@@ -76,6 +88,8 @@ class OpenJob:
     published: set[str] = field(default_factory=set)  # URIs that carry diagnostics now
     publication: Publication = field(default_factory=Publication)
     change: tuple[float, dict] | None = None  # (first seen, stamps last seen) of a change not yet read
+    polled: bool = False  # its files are looked at every poll_seconds (no file-system events)
+    events: tuple[float, float] | None = None  # (first, last) loop time of change events not yet read
     told: set[str] = field(default_factory=set)  # messages already shown for this job
     cancel: threading.Event | None = None  # of the diagnosis running now
 
@@ -104,6 +118,7 @@ class FirstfaultServer(LanguageServer):
         self.pool = ThreadPoolExecutor(DIAGNOSIS_THREADS, thread_name_prefix="firstfault-diagnosis")
         self.tasks: set[asyncio.Task] = set()
         self.watcher: asyncio.Task | None = None
+        self.notices: ChangeNotices | None = None
 
     # -- setup -------------------------------------------------------------------------------
 
@@ -114,11 +129,15 @@ class FirstfaultServer(LanguageServer):
 
     def start_watching(self) -> None:
         if self.watcher is None:
-            self.watcher = asyncio.get_running_loop().create_task(self._watch_files())
+            loop = asyncio.get_running_loop()
+            self.notices = ChangeNotices(lambda scope: loop.call_soon_threadsafe(self._changed, scope))
+            self.watcher = loop.create_task(self._poll_files())
 
     def stop(self) -> None:
         if self.watcher is not None:
             self.watcher.cancel()
+        if self.notices is not None:
+            self.notices.close()
         for task in self.tasks:
             task.cancel()
         for entry in self.jobs.values():
@@ -140,8 +159,10 @@ class FirstfaultServer(LanguageServer):
             return
         # found here, not in a worker: a request right after didOpen must find the document's job
         # (a few folder listings, each bounded)
-        scope = job_scope(Path(path), self.workspace_roots())
+        scope = job_scope(Path(path), self.workspace_roots(), self.settings.limits)
         entry = self.job_for(scope)
+        if not entry.documents:
+            self._follow(entry)
         entry.documents.add(uri)
         self.documents[uri] = scope
         if entry.job.diagnosed_at or entry.job.problem or entry.lock.locked():
@@ -161,6 +182,8 @@ class FirstfaultServer(LanguageServer):
                 entry.cancel.set()
             for published in entry.published:
                 self._send(published, [])
+            if self.notices is not None:
+                self.notices.stop_following(scope)
             del self.jobs[scope]
 
     def job_for(self, scope: JobScope) -> OpenJob:
@@ -191,6 +214,8 @@ class FirstfaultServer(LanguageServer):
             self._publish(entry)
             if entry.job.diagnosis is not None:
                 self._log(_summary(entry.job))
+                if entry.job.scope.left_out:
+                    self._tell(entry, _what_was_read(entry.job), types.MessageType.Info)
             return entry.job.diagnosis
 
     async def run_with_progress(self, title: str, observer: EditorProgress, function, *args, request=None):
@@ -277,12 +302,50 @@ class FirstfaultServer(LanguageServer):
 
     # -- files changing on disk ----------------------------------------------------------------
 
-    async def _watch_files(self) -> None:
+    def _follow(self, entry: OpenJob) -> None:
+        """Have the system tell when the job's files change; else look at them every poll_seconds."""
+        folder = entry.job.folder
+        if self.notices is not None and self.notices.follow(entry.job.scope):
+            self._log(f"following {folder} by file-system events")
+            return
+        entry.polled = True
+        why = self.notices.problem if self.notices is not None else "the server has not started watching"
+        self._log(f"looking at the files of {folder} every {self.settings.poll_seconds:g} s: {why}")
+
+    def _changed(self, scope: JobScope) -> None:
+        """A file of an open job changed (called on the loop for each event of a burst)."""
+        entry = self.jobs.get(scope)
+        if entry is None or not entry.documents:
+            return
+        now = asyncio.get_running_loop().time()
+        if entry.events is None:
+            entry.events = (now, now)
+            self._spawn(self._read_when_settled(entry))
+        else:
+            entry.events = (entry.events[0], now)
+
+    async def _read_when_settled(self, entry: OpenJob) -> None:
+        """Once the job has been quiet for settle_seconds (a burst of writes is read once), or has
+        changed for MAX_WAIT_SECONDS without pause, bring its diagnosis up to date."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.settings.settle_seconds)
+            first, last = entry.events
+            now = loop.time()
+            if now - last >= self.settings.settle_seconds or now - first >= MAX_WAIT_SECONDS:
+                break
+        entry.events = None
+        if entry.documents and self.jobs.get(entry.job.scope) is entry:
+            self._spawn(self.diagnose_job(entry, refresh=True))
+
+    async def _poll_files(self) -> None:
+        """Look at the files of the jobs that have no file-system events."""
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self.settings.poll_seconds)
             for entry in list(self.jobs.values()):
-                if not entry.documents or entry.lock.locked() or not (entry.job.diagnosed_at or entry.job.problem):
+                if (not entry.polled or not entry.documents or entry.lock.locked()
+                        or not (entry.job.diagnosed_at or entry.job.problem)):
                     continue
                 try:
                     stamps = await loop.run_in_executor(self.pool, entry.job.current_stamps)
@@ -311,6 +374,13 @@ class FirstfaultServer(LanguageServer):
         task = asyncio.get_running_loop().create_task(coroutine)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+
+
+def _what_was_read(job: Job) -> str:
+    """What the editor is told when an opened log did not bring its whole folder."""
+    inputs = job.diagnosis.inputs
+    return (f"firstfault read {len(inputs.files)} file(s), {inputs.bytes / 1e6:.1f} MB, of {job.folder}; "
+            f"left out {job.scope.left_out}: {job.scope.why}. Diagnose the folder to read it all.")
 
 
 def _summary(job: Job) -> str:
