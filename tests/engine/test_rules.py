@@ -101,6 +101,20 @@ def test_external_stop_after_fault_makes_the_stop_a_consequence():
     assert [incident.failure_id for incident in decided.roots] == ["cuda-device-side-assert"]
 
 
+def test_external_stop_after_fault_not_when_an_untimed_fault_is_later_than_the_stop():
+    """An untimed line comes after the timed line it inherits from: a store error whose last
+    timed line is 3 s after the SIGTERM came after it (the agent that held the store had
+    stopped), so the stop stays the cause. Seen in a real two-agent run under load."""
+    stop = hit("preempted-sigterm", 12, time=1000.0, source="node1.log", text="Received 15 death signal")
+    store = hit("rendezvous-failure", 123, time=1003.2, inherited=True, source="node0.log",
+                text="RendezvousConnectionError: The connection to the C10d store has failed.")
+    built = facts([stop, store])
+    assert rule("external-stop-after-fault").apply(built, start(built)) is None
+    earlier = hit("rendezvous-failure", 123, time=999.0, inherited=True, source="node0.log")
+    built = facts([stop, earlier])  # inherited from before the stop: it may have come first
+    assert rule("external-stop-after-fault").apply(built, start(built)) is not None
+
+
 def test_external_stop_after_fault_ignores_faults_the_stop_explains():
     stop = hit("preempted-sigterm", 50, time=1000.0, source="slurm.out")
     consequence = hit("collective-timeout-peer-crash", 60, rank=1, source="rank1.log", role="symptom")

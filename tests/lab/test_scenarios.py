@@ -67,56 +67,67 @@ def _logs_text(case_dir):
     return "\n".join(path.read_text(errors="replace") for path in (case_dir / "logs").rglob("*") if path.is_file())
 
 
-@pytest.fixture(scope="module")
-def lab_runs(tmp_path_factory):
-    """Each run is made once and shared by the lab's check and the engine's."""
-    from firstfault.lab.runner import run_scenario
+class _RunChecks:
+    """The two checks of one run (`run`): a class per run (made below), so that under
+    `pytest -n N --dist loadscope` both land on one worker and the run is made once for both."""
 
-    made = {}
+    run: tuple = ()
+    _made = None
 
-    def make(run):
-        if run not in made:
-            name, layout, world_size, rank = run
-            out_dir = tmp_path_factory.mktemp("lab") / _run_id(run)
-            made[run] = run_scenario(get(name), out_dir=out_dir, layout=layout, world_size=world_size, rank=rank)
-        return made[run]
+    @classmethod
+    def made(cls, tmp_path_factory):
+        if cls._made is None:
+            from firstfault.lab.runner import run_scenario
 
-    return make
+            name, layout, world_size, rank = cls.run
+            out_dir = tmp_path_factory.mktemp("lab") / _run_id(cls.run)
+            cls._made = run_scenario(get(name), out_dir=out_dir, layout=layout, world_size=world_size, rank=rank)
+        return cls._made
 
+    def test_runs_as_injected(self, tmp_path_factory):
+        scenario = get(self.run[0])
+        lab_run = self.made(tmp_path_factory)
+        assert not lab_run.timed_out, lab_run.actions
+        assert re.search(scenario.evidence, _logs_text(lab_run.out_dir)), f"the injected fault left no {scenario.evidence!r}"
+        failed = any(code != 0 for code in lab_run.exit_codes.values())
+        assert failed == (scenario.expect_class != "healthy"), lab_run.exit_codes
 
-@pytest.mark.parametrize("run", _runs(), ids=_run_id)
-def test_scenario_runs_as_injected(run, lab_runs):
-    scenario = get(run[0])
-    lab_run = lab_runs(run)
-    assert not lab_run.timed_out, lab_run.actions
-    assert re.search(scenario.evidence, _logs_text(lab_run.out_dir)), f"the injected fault left no {scenario.evidence!r}"
-    failed = any(code != 0 for code in lab_run.exit_codes.values())
-    assert failed == (scenario.expect_class != "healthy"), lab_run.exit_codes
+    def test_is_diagnosed_as_injected(self, tmp_path_factory, request):
+        from firstfault.lab.runner import diagnose_case, judge
 
-
-def _with_known_misses(runs):
-    return [pytest.param(run, marks=pytest.mark.xfail(strict=False, reason=KNOWN_MISSES[_run_id(run)]))
-            if _run_id(run) in KNOWN_MISSES else run for run in runs]
-
-
-@pytest.mark.parametrize("run", _with_known_misses(_runs()), ids=_run_id)
-def test_scenario_is_diagnosed_as_injected(run, lab_runs):
-    from firstfault.lab.runner import diagnose_case, judge
-
-    lab_run = lab_runs(run)
-    contract = diagnose_case(lab_run.out_dir)
-    assert judge(contract, lab_run.expect) == [], contract.get("primary")
+        if _run_id(self.run) in KNOWN_MISSES:
+            request.applymarker(pytest.mark.xfail(strict=False, reason=KNOWN_MISSES[_run_id(self.run)]))
+        lab_run = self.made(tmp_path_factory)
+        contract = diagnose_case(lab_run.out_dir)
+        assert judge(contract, lab_run.expect) == [], contract.get("primary")
 
 
-@pytest.mark.parametrize("name", [s.name for s in SCENARIOS if s.fixable])
-def test_fix_makes_the_run_healthy(name, tmp_path):
-    """The knowledge base's fix, applied in the lab, removes the symptom: the entry is verified."""
-    from firstfault.lab.runner import diagnose_case, run_scenario
+class _FixCheck:
+    """The knowledge base's fix, applied in the lab, removes the symptom: the entry is verified
+    (a class per fixable scenario, made below, so the runs spread over xdist's workers)."""
 
-    scenario = get(name)
-    lab_run = run_scenario(scenario, out_dir=tmp_path / f"{name}-fixed", fixed=True)
-    assert not lab_run.timed_out, lab_run.actions
-    assert all(code == 0 for code in lab_run.exit_codes.values()), lab_run.exit_codes
-    assert not re.search(scenario.evidence, _logs_text(lab_run.out_dir))
-    assert "training finished" in _logs_text(lab_run.out_dir)
-    assert diagnose_case(lab_run.out_dir)["status"] == "healthy"
+    name: str = ""
+
+    def test_fix_makes_the_run_healthy(self, tmp_path):
+        from firstfault.lab.runner import diagnose_case, run_scenario
+
+        scenario = get(self.name)
+        lab_run = run_scenario(scenario, out_dir=tmp_path / f"{self.name}-fixed", fixed=True)
+        assert not lab_run.timed_out, lab_run.actions
+        assert all(code == 0 for code in lab_run.exit_codes.values()), lab_run.exit_codes
+        assert not re.search(scenario.evidence, _logs_text(lab_run.out_dir))
+        assert "training finished" in _logs_text(lab_run.out_dir)
+        assert diagnose_case(lab_run.out_dir)["status"] == "healthy"
+
+
+def _class_name(prefix: str, name: str) -> str:
+    return prefix + re.sub(r"\W", "_", name)
+
+
+for _run in _runs():
+    _name = _class_name("TestRun_", _run_id(_run))
+    globals()[_name] = type(_name, (_RunChecks,), {"run": _run})
+for _scenario in SCENARIOS:
+    if _scenario.fixable:
+        _name = _class_name("TestFix_", _scenario.name)
+        globals()[_name] = type(_name, (_FixCheck,), {"name": _scenario.name})

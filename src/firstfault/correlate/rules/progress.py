@@ -98,10 +98,13 @@ def _stop_incidents(facts: Facts, decision: Decision) -> list[Incident]:
 
 def _comes_before(fault: Match, stop: Match) -> bool:
     """Whether an in-job fault may have come before the stop: by time when both are timed, by
-    line order in one file, and yes when nothing orders them (an untimed line of another file)."""
+    line order in one file, and yes when nothing orders them (an untimed line of another file).
+    An untimed line was written after the timed line it inherits its time from: when even that
+    is later than the stop, the fault came after it."""
     fault_origin, stop_origin = fault.line.origin, stop.line.origin
-    if fault_origin.time is not None and stop_origin.time is not None and not fault_origin.time_inherited:
-        return fault_origin.time <= stop_origin.time + 1.0
+    if fault_origin.time is not None and stop_origin.time is not None:
+        if not fault_origin.time_inherited or fault_origin.time > stop_origin.time + 1.0:
+            return fault_origin.time <= stop_origin.time + 1.0
     if fault_origin.source == stop_origin.source:
         return fault_origin.line < stop_origin.line
     return True
