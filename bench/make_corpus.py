@@ -120,32 +120,27 @@ def _open(path: Path, compress: bool):
 
 def write_single(out: Path, size: int, seed: int, compress: bool) -> tuple[list[str], int]:
     """One combined Slurm output (`srun --label`: the task id is the global rank); returns the
-    file names and the byte offset (uncompressed) where the cascade starts."""
+    file names and the byte offset (uncompressed) where the cascade starts. The cascade ends the
+    file, as it ends a job: after every rank has failed or timed out nobody trains on (a healthy
+    rank's progress after it would tell the engine the job outlived the error)."""
     rng = random.Random(seed)
     noise = Noise(rng)
     path = out / "slurm-4242.out"
     written, now, chunk = 0, START, []
-    failure_at = int(size * 0.97)
-    planted = False
-    planted_offset = 0
     with _open(path, compress) as handle:
         while written < size:
             for _ in range(2000):
                 rank = rng.randrange(WORLD)
                 now += 1.0 / LINES_PER_SECOND
                 chunk.append(f"{rank:4d}: {noise.line(rank, now)}\n")
-            chunk_bytes = sum(len(line.encode("utf-8")) for line in chunk)
-            if not planted and (written >= failure_at or written + chunk_bytes >= size):
-                planted = True
-                planted_offset = written + chunk_bytes
-                failure = cascade(now, list(range(WORLD)))
-                for moment, rank, text in sorted((m, r, t) for r, items in failure.items() for m, t in items):
-                    chunk.append(f"{rank:4d}: {text}\n")
-                now += 1800.1
             block = "".join(chunk)
             chunk.clear()
             handle.write(block)
             written += len(block.encode("utf-8"))
+        planted_offset = written
+        failure = cascade(now, list(range(WORLD)))
+        handle.write("".join(f"{rank:4d}: {text}\n" for moment, rank, text
+                             in sorted((m, r, t) for r, items in failure.items() for m, t in items)))
     return [path.name + (".gz" if compress else "")], planted_offset
 
 

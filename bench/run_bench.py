@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/run_bench.py            # corpora under bench/data/, made if missing
     .venv/bin/python bench/run_bench.py --write    # also write bench/RESULTS.md
+    .venv/bin/python bench/run_bench.py --quick    # under a minute: ratios to ripgrep, before landing
+                                                   # any change to ingest, match or correlate
 
 Corpora (bench/make_corpus.py): one 1 GiB Slurm output, 1,024 rank files of 1 MiB, and the
 1 GiB output gzipped. For each: firstfault end to end (`firstfault diagnose --format json`,
@@ -39,6 +41,7 @@ LOOP_SAMPLE = 8 << 20
 LOOP_WINDOW = 4 << 20
 
 CORPORA = {
+    "64 files x 3.2 MiB": ("ranks-64x3m", ["ranks", "--files", "64", "--size", "3.2M"]),
     "1 file x 1 GiB": ("single-1g", ["single", "--size", "1G"]),
     "1,024 files x 1 MiB": ("ranks-1024x1m", ["ranks", "--files", "1024", "--size", "1M"]),
     "1 GiB gzipped": ("single-1g-gz", ["single", "--size", "1G", "--gzip"]),
@@ -133,12 +136,36 @@ def signatures() -> list[str]:
     return [signature.pattern for signature in list(kb.signatures) + list(CONTEXT_SIGNATURES)]
 
 
+def _without_lookarounds(pattern: str) -> str:
+    """ripgrep's default engine has no look-around: drop each `(?=..)`, `(?!..)`, `(?<=..)`,
+    `(?<!..)` group (ripgrep then matches a few more lines than firstfault's signature, never
+    fewer, and does no more work for them)."""
+    out, index = [], 0
+    while index < len(pattern):
+        if pattern.startswith(("(?=", "(?!", "(?<=", "(?<!"), index) and (index == 0 or pattern[index - 1] != "\\"):
+            depth, index = 0, index
+            while index < len(pattern):
+                char = pattern[index]
+                if char == "\\":
+                    index += 2
+                    continue
+                depth += char == "("
+                depth -= char == ")"
+                index += 1
+                if depth == 0:
+                    break
+            continue
+        out.append(pattern[index])
+        index += 1
+    return "".join(out)
+
+
 def ripgrep_patterns(patterns: list[str]) -> str:
-    """The same patterns in ripgrep's syntax: one alternation needs unnamed groups, and a
-    leading (?i) becomes a scoped group."""
+    """The same patterns in ripgrep's syntax: one alternation needs unnamed groups, a leading
+    (?i) becomes a scoped group, and look-arounds go."""
     lines = []
     for pattern in patterns:
-        pattern = re.sub(r"\(\?P<\w+>", "(?:", pattern)
+        pattern = _without_lookarounds(re.sub(r"\(\?P<\w+>", "(?:", pattern))
         if pattern.startswith("(?i)"):
             pattern = "(?i:" + pattern[4:] + ")"
         lines.append(pattern)
@@ -374,9 +401,70 @@ def report(results: list[dict], tiny: dict, environment: str) -> str:
     return "\n".join(lines)
 
 
+# The quick guard: these corpora, their targets (firstfault's throughput over ripgrep's, wall
+# time, diagnosis included, in the same run), and a 1 KB log's wall time.
+QUICK = {
+    "64 files x 3.2 MiB": 0.70,
+    "1 file x 1 GiB": 1.20,
+    "1 GiB gzipped": 1.00,
+}
+TINY_LIMIT = 0.2
+QUICK_MEMORY_LIMIT = 200 << 20  # the 1 GiB file's peak (largest process)
+
+
+def quick(patterns_file: Path, repeats: int) -> int:
+    """firstfault and ripgrep on the same files, alternating, best of `repeats` each: the
+    throughput ratio per corpus against its target, and the 1 KB log's wall time."""
+    failed = []
+    for label, target_ratio in QUICK.items():
+        name, arguments = CORPORA[label]
+        target, manifest = ensure_corpus(name, arguments)
+        rg = ["rg", "--no-unicode", "-n", "-f", str(patterns_file)] + (["-z"] if target.suffix == ".gz" else []) + [str(target)]
+        ff_runs, rg_runs = [], []
+        for _ in range(repeats):
+            rg_runs.append(Run(rg))
+            ff_runs.append(Run(firstfault_command(target)))
+        ff, rgrun = best(ff_runs), best(rg_runs)
+        ratio = rgrun.wall / ff.wall
+        found = check_firstfault(ff, manifest) and not ff.timed_out
+        memory_ok = label != "1 file x 1 GiB" or ff.peak_rss < QUICK_MEMORY_LIMIT
+        ok = ratio >= target_ratio and found and memory_ok
+        print(f"{label:22} firstfault {ff.wall:6.2f} s (CPU {ff.cpu:5.2f}, peak {ff.peak_rss / 1e6:4.0f} MB)  "
+              f"ripgrep {rgrun.wall:6.2f} s  ratio {ratio:4.2f} (target {target_ratio:.2f})"
+              f"{'' if found else '  MISSED THE PLANTED FAILURE'}  {'ok' if ok else 'BELOW TARGET'}", flush=True)
+        if not ok:
+            failed.append(label)
+    tiny = tiny_log(repeats=5)
+    ok = tiny["median"] < TINY_LIMIT
+    print(f"{'1 KB log':22} firstfault {tiny['median']:6.3f} s median of 5 (target < {TINY_LIMIT} s)  "
+          f"{'ok' if ok else 'ABOVE TARGET'}")
+    if not ok:
+        failed.append("1 KB log")
+    imports, modules = import_time()
+    print(f"{'imports (diagnose)':22} {imports * 1000:6.0f} ms, {modules} firstfault modules "
+          f"(python -X importtime; tests/speed/test_imports.py keeps what is loaded)")
+    return 1 if failed else 0
+
+
+def import_time() -> tuple[float, int]:
+    """Seconds `firstfault diagnose` spends importing (median of 5), and its firstfault modules."""
+    example = ROOT / "examples" / "nccl-timeouts-after-assert"
+    totals, modules = [], 0
+    for _ in range(5):
+        done = subprocess.run([PYTHON, "-X", "importtime", "-m", "firstfault.cli", "diagnose", str(example)],
+                              capture_output=True, text=True, timeout=120)
+        rows = [line.split("|") for line in done.stderr.splitlines()
+                if line.startswith("import time:") and "imported package" not in line]
+        totals.append(sum(int(row[0].split(":")[1]) for row in rows) / 1e6)
+        modules = sum(1 for row in rows if row[2].strip().split(".")[0] == "firstfault")
+    return statistics.median(totals), modules
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write bench/RESULTS.md")
+    parser.add_argument("--quick", action="store_true",
+                        help="ratios to ripgrep only (the 64-rank set, 1 GiB, 1 GiB gzipped, a 1 KB log): under a minute")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--only", choices=sorted(CORPORA), action="append", help="run only this corpus")
     args = parser.parse_args(argv)
@@ -388,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
                    stdout=subprocess.DEVNULL, timeout=300)
     patterns = signatures()
     patterns_file.write_text(ripgrep_patterns(patterns))
+    if args.quick:
+        return quick(patterns_file, args.repeats)
     results = []
     for label, (name, arguments) in CORPORA.items():
         if args.only and label not in args.only:

@@ -96,14 +96,23 @@ def _decompressing(raw, item: InputFile):
     return raw
 
 
-def read_blocks(item: InputFile, stats: ReadStats, decode: bool = True) -> Iterator[Block]:
+def read_blocks(item: InputFile, stats: ReadStats, decode: bool = True, start: int = 0,
+                stop: int | None = None, first_line: int = 1) -> Iterator[Block]:
     """Yield blocks of lines; raise Unreadable before the first block if nothing can be read.
 
     With `decode=False` blocks are not decoded up front (their `text` is decoded on first use)
     and `stats.invalid_utf8` is left to the caller, which checks `data` its own way.
+
+    `start`/`stop` (multiples of BLOCK_BYTES; a plain file on disk only, see `range_start`) give
+    the blocks a whole read gives from its reads between those offsets: the line that begins
+    before `start` and ends after it comes first, the line the read at `stop` cuts is left to
+    the next range. Their line numbers count from `first_line`.
     """
     raw = io.BufferedReader(_open_binary(item)) if item.content is not None or item.is_stdin else _open_binary(item)
     try:
+        if start or stop is not None:
+            yield from _range_blocks(raw, stats, decode, start, stop, first_line)
+            return
         stream = _decompressing(raw if hasattr(raw, "peek") else io.BufferedReader(raw), item)
         yield from _blocks(stream, stats, decode)
     finally:
@@ -111,18 +120,43 @@ def read_blocks(item: InputFile, stats: ReadStats, decode: bool = True) -> Itera
             raw.close()
 
 
+def range_start(handle, offset: int) -> int | None:
+    """Where the block a whole read gives at `offset` (a multiple of BLOCK_BYTES) begins: after
+    the last line end of the read before it. None when that read holds no line end in its last
+    MAX_LINE bytes (a line that long is not cut there)."""
+    if offset == 0:
+        return 0
+    window = min(MAX_LINE, offset)
+    handle.seek(offset - window)
+    before = handle.read(window)
+    newline = before.rfind(b"\n")
+    return None if newline < 0 or len(before) < window else offset - window + newline + 1
+
+
+def _range_blocks(raw, stats: ReadStats, decode: bool, start: int, stop: int | None, first_line: int) -> Iterator[Block]:
+    begin = range_start(raw, start)
+    if begin is None:
+        raise Unreadable("a range cannot start inside a line longer than 64 KiB")
+    raw.seek(begin)
+    pending = raw.read(start - begin)
+    yield from _blocks(raw, stats, decode, pending=pending, first=start == 0,
+                       budget=None if stop is None else stop - start, line_number=first_line)
+
+
 READ_PIECE = 256 * 1024
 
 
-def _read_chunk(stream, stats: ReadStats) -> bytes:
-    """Up to BLOCK_BYTES; a damaged or cut-off stream keeps every byte read before the damage."""
+def _read_chunk(stream, stats: ReadStats, budget: int | None = None) -> bytes:
+    """Up to BLOCK_BYTES, and no more than `budget`; a damaged or cut-off stream keeps every
+    byte read before the damage."""
     pieces: list[bytes] = []
     size = 0
+    limit = BLOCK_BYTES if budget is None else min(BLOCK_BYTES, budget)
     # a plain file is read in one call (one copy); gzip in pieces
     piece_size = READ_PIECE if isinstance(stream, GzipStream) else BLOCK_BYTES
-    while size < BLOCK_BYTES:
+    while size < limit:
         try:
-            piece = stream.read(min(piece_size, BLOCK_BYTES - size))
+            piece = stream.read(min(piece_size, limit - size))
         except ExpansionLimit:
             stats.truncated = f"expands beyond {stream.limit} bytes, the limit for one input; kept the first {stream.limit} bytes"
             break
@@ -139,13 +173,18 @@ def _read_chunk(stream, stats: ReadStats) -> bytes:
     return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
-def _blocks(stream, stats: ReadStats, decode: bool = True) -> Iterator[Block]:
-    pending = b""  # the start of a line whose end is not read yet (never holds a '\n')
-    line_number = 1
-    first = True
+def _blocks(stream, stats: ReadStats, decode: bool = True, pending: bytes = b"", first: bool = True,
+            budget: int | None = None, line_number: int = 1) -> Iterator[Block]:
+    """`pending`: the start of a line whose end is not read yet (never holds a '\n'); a range
+    starts with the one the read before it left. `budget`: the bytes a range reads; the line
+    its last read cuts is left for the next range."""
     overlong = False  # inside a line longer than any block: its tail is dropped
     while True:
-        chunk = _read_chunk(stream, stats)
+        if budget is not None and budget <= 0:
+            return
+        chunk = _read_chunk(stream, stats, budget)
+        if budget is not None:
+            budget = budget - len(chunk) if chunk else None  # the file ended first: read to its end
         if first:
             first = False
             encoding = utf16_encoding(chunk)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import calendar
 import re
 import time
+from functools import lru_cache
 
 MONTHS = {name: index for index, name in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
@@ -44,6 +45,9 @@ class Clock:
 
     def __init__(self) -> None:
         self.reference_year: int | None = None
+        # what a scan of part of a file tells the scan of the whole (match/split.py)
+        self.first_full_year: int | None = None  # the year of the first full date parsed
+        self.year_less = 0  # times parsed with the reference year (their text had none)
 
     def parse(self, text: str) -> float | None:
         found = _TIMESTAMP.search(text, 0, SEARCH_WINDOW)
@@ -66,10 +70,13 @@ class Clock:
                            groups["sM"], groups["sS"], groups["sfrac"])
 
     def _year(self) -> int:
+        self.year_less += 1
         return self.reference_year or time.gmtime().tm_year
 
     def _full_date(self, groups: dict) -> float | None:
         year = int(groups["Y"])
+        if self.first_full_year is None:
+            self.first_full_year = year
         if self.reference_year is None:
             self.reference_year = year
         seconds = self._epoch(year, int(groups["m"]), int(groups["d"]), groups["H"], groups["M"],
@@ -87,7 +94,14 @@ class Clock:
         if not (1 <= month <= 12 and 1 <= day <= 31):
             return None
         try:
-            base = calendar.timegm((year, month, day, int(hour), int(minute), int(second), 0, 0, 0))
+            base = _day_start(year, month, day) + int(hour) * 3600 + int(minute) * 60 + int(second)
         except (ValueError, OverflowError):
             return None
         return base + (float("0." + fraction) if fraction else 0.0)
+
+
+@lru_cache(maxsize=4096)
+def _day_start(year: int, month: int, day: int) -> int:
+    """POSIX seconds at the start of a day (calendar.timegm is linear in the time of day, and a
+    log repeats its days millions of times)."""
+    return calendar.timegm((year, month, day, 0, 0, 0, 0, 0, 0))

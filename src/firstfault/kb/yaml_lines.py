@@ -1,12 +1,10 @@
-"""YAML loading that remembers line numbers and refuses duplicate keys."""
+"""YAML loading that remembers line numbers and refuses duplicate keys.
+
+PyYAML is imported when a file is parsed: a diagnosis reads the knowledge base from its cache
+and never needs it (see tests/speed/test_imports.py)."""
 from __future__ import annotations
 
-import yaml
-
-try:  # the C loader is several times faster; fall back when libyaml is absent
-    _BaseLoader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _BaseLoader = yaml.SafeLoader
+from functools import lru_cache
 
 
 class LineDict(dict):
@@ -26,10 +24,6 @@ class DuplicateKey(Exception):
         super().__init__(f"duplicate key {key!r}")
         self.key = key
         self.line = line
-
-
-class _LineLoader(_BaseLoader):
-    pass
 
 
 def _construct_mapping(loader, node, deep=False):
@@ -52,13 +46,23 @@ def _construct_sequence(loader, node, deep=False):
     return items
 
 
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+@lru_cache(maxsize=1)
+def _line_loader():
+    import yaml
+
+    # the C loader is several times faster; fall back when libyaml is absent
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = type("LineLoader", (base,), {})
+    loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+    return loader
 
 
 def load_file(path, label: str):
     """(data, problems) of one YAML file: problems (with file:line) when it cannot be read or
     parsed, or has a duplicate key."""
+    import yaml
+
     from ..errors import Problem
 
     try:
@@ -74,7 +78,9 @@ def load_file(path, label: str):
 
 def load_with_lines(text: str):
     """Parse YAML text; mappings are LineDict, sequences LineList. Raises yaml.YAMLError or DuplicateKey."""
-    return yaml.load(text, Loader=_LineLoader)
+    import yaml
+
+    return yaml.load(text, Loader=_line_loader())
 
 
 def line_of(container, key) -> int | None:

@@ -64,12 +64,14 @@ def name_literals(names) -> tuple[str, ...]:
     name matches with '_', '-', '.' or nothing between its parts, so each literal lies within one
     part; the parts that cover most names are taken first (`key` covers api_key and secret_key)."""
     parts = [[part for part in name.lower().split("_") if len(part) >= 3] or [name.lower()] for name in names]
-    candidates = {part for name_parts in parts for part in name_parts}
-    uncovered, chosen = list(range(len(parts))), []
+    candidates = sorted({part for name_parts in parts for part in name_parts})
+    covers = {literal: {index for index, name_parts in enumerate(parts) if any(literal in part for part in name_parts)}
+              for literal in candidates}
+    uncovered, chosen = set(range(len(parts))), []
     while uncovered:
-        best = max(sorted(candidates), key=lambda literal: sum(any(literal in part for part in parts[index]) for index in uncovered))
+        best = max(candidates, key=lambda literal: len(covers[literal] & uncovered))
         chosen.append(best)
-        uncovered = [index for index in uncovered if not any(best in part for part in parts[index])]
+        uncovered -= covers[best]
     return tuple(sorted(chosen))
 
 

@@ -11,8 +11,9 @@ superset of the true matches and the same Python confirmation decides:
   block.
 
 A signature hits a line when its regex matches the line as read and as masked (both with '\\r'
-read as a space); captures come from the masked line. Blocks are bytes (UTF-8 lines joined by
-'\\n', '\\r' already replaced by a space); candidates are byte offsets of line starts.
+read as a space); captures come from the masked line. Blocks are bytes as read (UTF-8 lines
+joined by '\\n'): Hyperscan's translations accept a '\\r' wherever a space may stand, and the
+Python prefilter sees each '\\r' replaced by a space; candidates are byte offsets of line starts.
 """
 from __future__ import annotations
 
@@ -108,10 +109,10 @@ class Matcher:
         if self.fast is not None:
             lines, left_out, valid, census = self.fast.scan(data)
             if left_out:
-                self._python(left_out).add_candidates(data, lines)
+                self._python(left_out).add_candidates(_spaced(data), lines)
             return lines, valid, census
         lines: dict[int, set[int]] = {}
-        self._python(frozenset(range(len(self.compiled)))).add_candidates(data, lines)
+        self._python(frozenset(range(len(self.compiled)))).add_candidates(_spaced(data), lines)
         return lines, None, None
 
     def _python(self, indices: frozenset) -> _PythonPrefilter:
@@ -146,6 +147,11 @@ class Matcher:
 
 
 LITERAL_CHECK = -1  # candidate marker: check the literal signatures on this line
+
+
+def _spaced(data: bytes) -> bytes:
+    """The block with each '\\r' read as a space (same length: offsets stay line starts)."""
+    return data.replace(b"\r", b" ") if b"\r" in data else data
 
 
 class _PythonPrefilter:

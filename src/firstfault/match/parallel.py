@@ -1,15 +1,18 @@
-"""Scan many inputs across processes: one worker per CPU, results in input order.
+"""Scan inputs across processes: one worker per CPU, results in input order.
 
     scans = scan_files(scanner, inputs, observer)
 
 Same contract as scanning one input after the other with `scanner.scan` (and the same observer
 calls, `file_started` before and `file_finished` after each input, in input order). Small jobs,
 stdin and in-memory inputs are scanned in this process: starting workers costs more than it
-saves below PARALLEL_MIN_BYTES. Each worker rebuilds the scanner from its signatures (the
-compiled database comes from the cache in about a millisecond) and returns picklable FileScans.
+saves below PARALLEL_MIN_BYTES. The work is whole files, and parts of big files (`split`: a
+1 GiB console is read by every core, and merged into the scan a whole read gives). Each worker
+rebuilds the scanner from its signatures (the compiled database comes from the cache in about a
+millisecond) and returns picklable scans.
 
-The first input is scanned here first, so that every worker starts from the same reference year
-for timestamps that omit it (as a serial scan would carry it from file to file).
+The first input is scanned here first when it is not cut, so that every worker starts from the
+same reference year for timestamps that omit it (as a serial scan would carry it from file to
+file); when it is cut, from the year its first lines give.
 
 Progress: workers add the bytes they scan to a shared counter (and take a file's bytes back out
 when it is done); while waiting for the next result in input order, this process hands the
@@ -22,6 +25,7 @@ import os
 
 from ..ingest.sources import InputFile
 from .scanner import FileScan, Scanner
+from .split import Part, PartScan, file_size, merge_parts, plan_parts, scan_part
 
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 PARALLEL_MIN_FILES = 4
@@ -39,9 +43,19 @@ def _start_worker(scanner: Scanner, reference_year: int | None, in_flight=None) 
     _in_flight = in_flight
 
 
-def _scan_in_worker(item: InputFile) -> FileScan:
+def _scan_in_worker(unit: tuple[InputFile, Part | None, bool]) -> FileScan | PartScan:
+    item, part, penultimate = unit
+    if part is None:
+        scan = lambda: _worker_scanner.scan(item)  # noqa: E731
+    else:
+        def scan():
+            year = _worker_scanner.clock.reference_year
+            try:
+                return scan_part(_worker_scanner, item, part, penultimate)
+            finally:
+                _worker_scanner.clock.reference_year = year  # whole files after it carry the worker's
     if _in_flight is None:
-        return _worker_scanner.scan(item)
+        return scan()
     added = 0
 
     def counted(count: int) -> None:
@@ -52,7 +66,7 @@ def _scan_in_worker(item: InputFile) -> FileScan:
 
     _worker_scanner.on_block = counted
     try:
-        return _worker_scanner.scan(item)
+        return scan()
     finally:
         with _in_flight.get_lock():
             _in_flight.value -= added
@@ -62,17 +76,14 @@ def worker_count(inputs: list[InputFile]) -> int:
     """How many processes to use for these inputs (1: scan here)."""
     wanted = os.environ.get(WORKERS_VARIABLE)
     cpus = int(wanted) if wanted and wanted.isdigit() else (os.cpu_count() or 1)
-    if cpus < 2 or len(inputs) < PARALLEL_MIN_FILES:
+    if cpus < 2 or not inputs:
         return 1
     if any(item.path is None for item in inputs):
         return 1  # stdin or in-memory content
-    total = 0
-    for item in inputs:
-        try:
-            total += item.path.stat().st_size
-        except OSError:
-            pass
-    return min(cpus, len(inputs)) if total >= PARALLEL_MIN_BYTES else 1
+    total = sum(file_size(item) for item in inputs)
+    if total < PARALLEL_MIN_BYTES or (len(inputs) < PARALLEL_MIN_FILES and max(map(file_size, inputs)) < PARALLEL_MIN_BYTES):
+        return 1
+    return cpus
 
 
 def scan_files(scanner: Scanner, inputs: list[InputFile], observer=None, workers: int | None = None) -> list[FileScan]:
@@ -92,33 +103,50 @@ def scan_files(scanner: Scanner, inputs: list[InputFile], observer=None, workers
             observer.file_finished(scan)
         scans.append(scan)
 
-    if workers <= 1 or total < 2:
+    first_parts = plan_parts(inputs[0], file_size(inputs[0]), workers, scanner.clock.reference_year) if total else []
+    if workers <= 1 or (total < 2 and not first_parts):
         for index in range(total):
             one_here(index)
         scanner.on_block = None
         return scans
-    one_here(0)
+    start = 0
+    if not first_parts:
+        one_here(0)
+        start = 1
+    seed_year = scanner.clock.reference_year if start else first_parts[-1].reference_year
+    units, owners = [], []  # (input, part, penultimate), and the input index of each
+    for index in range(start, total):
+        parts = first_parts if index == 0 else plan_parts(inputs[index], file_size(inputs[index]), workers, seed_year)
+        for part in parts or [None]:
+            units.append((inputs[index], part, part is not None and len(parts) >= 2 and part.index == len(parts) - 2))
+            owners.append((index, parts))
     import multiprocessing
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
-    rest = inputs[1:]
-    chunk = max(1, min(16, len(rest) // (workers * 8)))
+    split = any(part is not None for _, part, _ in units)
+    chunk = 1 if split else max(1, min(16, len(units) // (workers * 8)))
     in_flight = context.Value("q", 0) if hasattr(observer, "bytes_in_flight") else None
-    with context.Pool(workers, initializer=_start_worker,
-                      initargs=(scanner, scanner.clock.reference_year, in_flight)) as pool:
-        results = pool.imap(_scan_in_worker, rest, chunksize=chunk)
-        for offset in range(1, total):
-            scan = _next_result(results, observer, in_flight)
+    with context.Pool(workers, initializer=_start_worker, initargs=(scanner, seed_year, in_flight)) as pool:
+        results = pool.imap(_scan_in_worker, units, chunksize=chunk)
+        pending: list[PartScan] = []
+        for index, parts in owners:
+            result = _next_result(results, observer, in_flight)
+            if parts:
+                pending.append(result)
+                if len(pending) < len(parts):
+                    continue
+                result = merge_parts(scanner, inputs[index], parts, pending)
+                pending = []
             if observer is not None:
-                observer.file_started(inputs[offset], offset, total)
-                observer.file_finished(scan)
-            scans.append(scan)
+                observer.file_started(inputs[index], index, total)
+                observer.file_finished(result)
+            scans.append(result)
     scanner.on_block = None
     return scans
 
 
-def _next_result(results, observer, in_flight) -> FileScan:
+def _next_result(results, observer, in_flight) -> FileScan | PartScan:
     """The next scan in input order; meanwhile the observer hears how far the workers got."""
     if in_flight is None or not hasattr(results, "next"):
         # Pool.imap with chunksize > 1 gives a plain generator (no timeout): many files, each

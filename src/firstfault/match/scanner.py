@@ -80,6 +80,9 @@ class FileScan:
     progress_tails: dict = field(default_factory=dict)  # rank stream -> its last progress lines, same form
     error: str = ""
     found_once: set = field(default_factory=set)  # indices of first_only signatures that hit already
+    # what a scan of a later part of a file assumed (match/split.py checks it against the parts
+    # before); None for a scan of a whole file
+    record: "PartRecord | None" = field(default=None, compare=False, repr=False)
 
     def resumed(self, item: InputFile) -> "FileScan":
         """An empty scan of more of the same file: it carries this one's times and rank census,
@@ -91,6 +94,17 @@ class FileScan:
                         first_time=self.first_time,
                         last_time=self.last_time, stream_times=dict(self.stream_times),
                         found_once=set(self.found_once))  # tails: the chunk's own, merged by the caller
+
+
+@dataclass
+class PartRecord:
+    """What the scan of a part of a file (not its first) did that depends on the lines before
+    the part: per block, the ranks its launcher prefixes named and whether the scan took the
+    file for several ranks' output; the hits whose time comes from before the part."""
+
+    census: list = field(default_factory=list)  # per block: (globals, locals, srun tasks) seen in it
+    several: list = field(default_factory=list)  # per block: _several_streams when its lines were matched
+    times_before: list = field(default_factory=list)  # (index of a hit, its rank stream): time from before
 
 
 class Scanner:
@@ -115,9 +129,16 @@ class Scanner:
         """Scan one input; `resume` is the scan of the same file's earlier part (a file that
         grows, read chunk by chunk), whose times and census carry into this one."""
         scan = resume.resumed(item) if resume is not None else FileScan(input=item, hints=hints_from_path(item.relative))
+        self.keep_last_tails(scan, *self.scan_blocks(item, scan))
+        return scan
+
+    def scan_blocks(self, item: InputFile, scan: FileScan, start: int = 0, stop: int | None = None,
+                    first_line: int = 1) -> tuple[Block | None, Block | None]:
+        """Scan the blocks of `item` (its reads from `start` to `stop`, see read_blocks) into
+        `scan`; the last two blocks, for keep_last_tails."""
         previous = last = None
         try:
-            for block in read_blocks(item, scan.stats, decode=False):
+            for block in read_blocks(item, scan.stats, decode=False, start=start, stop=stop, first_line=first_line):
                 if len(block.data) > BIG_BLOCK:
                     _tune_allocator()
                 self._scan_block(block, scan)
@@ -126,13 +147,16 @@ class Scanner:
                     self.on_block(len(block.data) + 1)
         except Unreadable as exc:
             scan.error = str(exc)
-        if last is not None:
-            # what each rank printed last: walked back from the end once, not at every block (and
-            # from the block before when the last is short: a reader's final piece can be one line)
-            if previous is not None and last.line_count < _tail_window(scan)[1]:
-                self._keep_tails(previous, scan)
-            self._keep_tails(last, scan)
-        return scan
+        return previous, last
+
+    def keep_last_tails(self, scan: FileScan, previous: Block | None, last: Block | None) -> None:
+        """What each rank printed last: walked back from the end once, not at every block (and
+        from the block before when the last is short: a reader's final piece can be one line)."""
+        if last is None:
+            return
+        if previous is not None and last.line_count < _tail_window(scan)[1]:
+            self._keep_tails(previous, scan)
+        self._keep_tails(last, scan)
 
     def _census(self, block: Block, scan: FileScan, hints: tuple | None) -> None:
         """Launcher prefixes and NCCL hosts of a block. `hints` (from the fast engine) says
@@ -144,41 +168,43 @@ class Scanner:
             nccl_locals = {int(local) for local in set(_NCCL_LOCAL.findall(data))} if b"] NCCL " in data else set()
         else:
             bracket, nccl_locals = hints
+        seen_globals, seen_locals = set(), set()
         if bracket:
             for role, local, global_rank in _prefix_census(block):
                 if role == b"rank":
-                    scan.global_ranks.add(int(local))
+                    seen_globals.add(int(local))
                     continue
-                scan.local_ranks.add(int(local))
+                seen_locals.add(int(local))
                 if global_rank:
                     scan.local_to_global[(int(local), int(global_rank))] += 1
-                    scan.global_ranks.add(int(global_rank))
+                    seen_globals.add(int(global_rank))
         head = b"\n" + data[:65536]  # prefixes on every line show in a block's first lines
         if b"pid=" in head:
             for pid, rank in set(_PID_RANK_CENSUS.findall(data)):
                 scan.worker_pids.setdefault(int(pid), int(rank))
         if b">:" in head and b"<std" in head:
-            scan.global_ranks.update(int(rank) for rank in set(_MPI_CENSUS.findall(b"\n" + data)))
+            seen_globals.update(int(rank) for rank in set(_MPI_CENSUS.findall(b"\n" + data)))
         tasks = {int(task) for task in set(_SRUN_CENSUS.findall(head))} if _SRUN_CENSUS.search(head) else set()
-        scan.srun_tasks.update(tasks)
         if tasks and bracket and not scan.task_layout_read:
             scan.task_layout_read = True  # one block tells how srun started the job
             scan.tasks_are_nodes = any(role != b"rank" or task != number for task, role, number in set(_TASK_WRAPS.findall(head)))
-        if not scan.global_ranks - scan.srun_tasks:
-            scan.global_ranks.update(tasks)
+        if scan.record is not None:
+            scan.record.census.append((frozenset(seen_globals), frozenset(seen_locals), frozenset(tasks)))
+        add_census(scan, seen_globals, seen_locals, tasks)
         new_locals = [local for local in nccl_locals if local < NCCL_LOCALS and local not in scan.nccl_hosts]
         if new_locals:
             _nccl_census(data, new_locals, scan, block.first_line)
 
     def _scan_block(self, block: Block, scan: FileScan) -> None:
         data = block.data
-        scan_data = data.replace(b"\r", b" ") if b"\r" in data else data
-        candidates, valid, hints = self.matcher.candidate_lines(scan_data)
+        candidates, valid, hints = self.matcher.candidate_lines(data)
         if valid is None:
             valid = _valid_utf8(data)
         if not valid:
             scan.stats.invalid_utf8 = True
         self._census(block, scan, hints)
+        if scan.record is not None:
+            scan.record.several.append(_several_streams(scan))
         # number candidate lines with one pass over the block in all: count from the previous
         # candidate or back from the block's end, whichever is shorter (hits cluster at the end)
         size = len(data)
@@ -290,7 +316,10 @@ class Scanner:
         time = self._last_time_in(data, start, stream)
         if time is not None:
             return time
-        return scan.last_time if stream is None else scan.stream_times.get(stream)
+        time = scan.last_time if stream is None else scan.stream_times.get(stream)
+        if time is None and scan.record is not None:
+            scan.record.times_before.append((len(scan.hits), stream))  # the lines before the part tell
+        return time
 
     def _stream_times_before(self, data: bytes, end: int) -> dict:
         """The last time of each rank stream among the block's final lines."""
@@ -354,6 +383,33 @@ def add_tails(scan: FileScan, tails: dict, progress: dict, last_line: int, windo
             kept[stream] = [line for line in kept[stream] if line[0] > oldest]
             if not kept[stream]:
                 del kept[stream]
+
+
+def add_later_ids(scan: FileScan, later: FileScan, shift: int) -> None:
+    """Add what a scan of a later part of the same file found of who is who (NCCL's host and pid
+    per local rank, Ray worker pids, local->global pairs, how srun started the job), its line
+    numbers shifted by `shift`: the first of each wins, as in one scan of the whole file."""
+    scan.local_to_global.update(later.local_to_global)
+    for local, host in later.nccl_hosts.items():
+        if local not in scan.nccl_hosts:
+            scan.nccl_hosts[local] = host
+            if (host, local) in later.nccl_pids:
+                pid, line = later.nccl_pids[(host, local)]
+                scan.nccl_pids.setdefault((host, local), (pid, line + shift))
+    for pid, rank in later.worker_pids.items():
+        scan.worker_pids.setdefault(pid, rank)
+    if later.task_layout_read and not scan.task_layout_read:
+        scan.task_layout_read, scan.tasks_are_nodes = True, later.tasks_are_nodes
+
+
+def add_census(scan: FileScan, seen_globals, seen_locals, tasks) -> None:
+    """Add the ranks one block's launcher prefixes named (srun task ids count as global ranks
+    while no prefix names ranks that are not tasks)."""
+    scan.global_ranks.update(seen_globals)
+    scan.local_ranks.update(seen_locals)
+    scan.srun_tasks.update(tasks)
+    if not scan.global_ranks - scan.srun_tasks:
+        scan.global_ranks.update(tasks)
 
 
 def _merge_lone_text_rank(found: dict, progress: dict) -> None:

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from ..ingest.attribution import hints_from_path
 from ..ingest.sources import InputFile
-from ..match.scanner import FileScan, RawHit, Scanner, add_tails
+from ..match.scanner import FileScan, RawHit, Scanner, add_later_ids, add_tails
 
 
 class IncrementalScan:
@@ -65,13 +65,11 @@ class IncrementalScan:
 
     def _merge_census(self, chunk: FileScan, first_line: int) -> None:
         scan = self.scan
+        # the chunk started from this scan's census (see FileScan.resumed): its sets hold both
         scan.local_ranks |= chunk.local_ranks
         scan.global_ranks |= chunk.global_ranks
-        scan.local_to_global.update(chunk.local_to_global)
-        for local, host in chunk.nccl_hosts.items():
-            scan.nccl_hosts.setdefault(local, host)
-        for device, (pid, line) in chunk.nccl_pids.items():
-            scan.nccl_pids.setdefault(device, (pid, line + first_line - 1))
+        scan.srun_tasks |= chunk.srun_tasks
+        add_later_ids(scan, chunk, first_line - 1)
         # the chunk started from this scan's times (see FileScan.resumed): its are the latest
         scan.first_time = chunk.first_time
         scan.last_time = chunk.last_time

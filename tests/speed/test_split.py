@@ -1,0 +1,158 @@
+"""A file cut into parts and scanned part by part gives the scan (and so the diagnosis) a whole
+read gives: on every corpus case, cut into many small parts, and on generated big files with
+faults planted where the cuts fall.
+
+The corpus check runs the parts in this process (each on its own scanner, as a worker process
+has its own copy), with blocks of 512 bytes so that a few-KB log is cut several times; the big
+files go through the real process pool with the real block size.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from firstfault.pipeline import diagnose_paths
+from firstfault.ingest import reader
+from firstfault.ingest.sources import expand_inputs
+from firstfault.match import parallel, split
+from firstfault.match.scanner import Scanner
+from firstfault.render.contract import render as render_json
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SETS = ("dev", "upstream", "real")
+SMALL_BLOCK = 512
+
+
+def cases(name: str) -> list[Path]:
+    return sorted(path for path in (FIXTURES / name).iterdir() if path.is_dir())
+
+
+def split_scan(signatures, main: Scanner, item, workers: int = 4):
+    """What scan_files does with a cut file, its parts run here; None when the file is not cut."""
+    parts = split.plan_parts(item, split.file_size(item), workers, main.clock.reference_year)
+    if not parts:
+        return None
+    scans = []
+    for part in parts:
+        worker = Scanner(signatures)  # a worker's own copy of the scanner
+        scans.append(split.scan_part(worker, item, part, penultimate=part.index == len(parts) - 2))
+    return split.merge_parts(main, item, parts, scans)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(reader, "BLOCK_BYTES", SMALL_BLOCK)
+    # as with the real sizes (64 KiB, 4 MiB), a line kept whole is shorter than a block
+    monkeypatch.setattr(reader, "MAX_LINE", SMALL_BLOCK // 2)
+    monkeypatch.setattr(reader, "_WINDOW", SMALL_BLOCK // 4)
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 2 * SMALL_BLOCK)
+
+
+@pytest.mark.parametrize("corpus", SETS)
+def test_every_corpus_file_cut_in_parts_scans_as_a_whole(corpus, signatures, small_blocks):
+    cut = 0
+    for case in cases(corpus):
+        inputs, _ = expand_inputs([str(case)])
+        whole, parted = Scanner(signatures), Scanner(signatures)
+        for item in inputs:
+            expected = whole.scan(item)
+            merged = split_scan(signatures, parted, item)
+            if merged is None:
+                parted.scan(item)
+                continue
+            cut += 1
+            assert merged == expected, f"{case.name}/{item.relative}"
+            assert parted.clock.reference_year == whole.clock.reference_year, f"{case.name}/{item.relative}"
+    assert cut >= 20  # the check really cut files
+
+
+def write_big_console(path: Path, lines: int, planted: dict[int, str], prefix=lambda n: "") -> None:
+    """A console of `lines` timed step lines with `planted` lines (line number -> text)."""
+    with open(path, "w") as handle:
+        for number in range(1, lines + 1):
+            if number in planted:
+                handle.write(planted[number] + "\n")
+                continue
+            seconds = number // 1000
+            handle.write(f"{prefix(number)}2026-11-02 10:{seconds // 60 % 60:02d}:{seconds % 60:02d},000 INFO "
+                         f"step {number:07d} loss {1 + (number % 97) / 100:.2f} tokens/s 51234 padding {'x' * 40}\n")
+
+
+def diagnoses_agree(paths, monkeypatch) -> str:
+    monkeypatch.setenv(parallel.WORKERS_VARIABLE, "1")
+    serial = render_json(diagnose_paths(paths))
+    monkeypatch.setenv(parallel.WORKERS_VARIABLE, "2")
+    spread = render_json(diagnose_paths(paths))
+    assert spread == serial
+    return serial
+
+
+@pytest.fixture
+def cut_small(monkeypatch):
+    """Blocks of 1 MiB, and files from 4 MiB up are cut (two workers, four parts)."""
+    monkeypatch.setattr(reader, "BLOCK_BYTES", 1024 * 1024)
+    monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 4 * 1024 * 1024)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1024 * 1024)
+
+
+def planted_at_cuts(total_lines: int, line_bytes: int, parts: int, texts: list[str]) -> dict[int, str]:
+    """Put `texts` around where the cuts of a file of total_lines lines fall."""
+    size = total_lines * line_bytes
+    step = -(-size // parts // reader.BLOCK_BYTES) * reader.BLOCK_BYTES
+    planted = {}
+    for cut_index, offset in enumerate(range(step, size, step)):
+        line = offset // line_bytes
+        for shift, text in enumerate(texts):
+            planted[line - 1 + shift + cut_index % 2] = text
+    return planted
+
+
+LINE_BYTES = len("2026-11-02 10:00:00,000 INFO step 0000001 loss 1.01 tokens/s 51234 padding " + "x" * 40 + "\n")
+
+
+def test_faults_planted_at_the_cuts_give_the_serial_diagnosis(tmp_path, cut_small, monkeypatch):
+    fault = ("RuntimeError: CUDA error: device-side assert triggered\n"
+             "CUDA kernel errors might be asynchronously reported at some other API call")
+    timeout = ("[rank1]:[E1102 10:07:41.000000 101 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective "
+               "operation timeout: WorkNCCL(SeqNum=912, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+               "ran for 600010 milliseconds before timing out.")
+    lines = 110_000  # ~12 MB
+    planted = planted_at_cuts(lines, LINE_BYTES, 4, [fault.split("\n")[0], fault.split("\n")[1], timeout])
+    log = tmp_path / "train.log"
+    write_big_console(log, lines, planted)
+    assert log.stat().st_size >= split.SPLIT_MIN_BYTES
+    inputs, _ = expand_inputs([str(log)])
+    parts = split.plan_parts(inputs[0], log.stat().st_size, 2, None)
+    assert len(parts) >= 3
+    data = log.read_bytes()
+    planted_at = [found.start() for found in re.finditer(rb"RuntimeError: CUDA error", data)]
+    for part in parts[1:]:
+        assert any(abs(part.start - offset) < 3 * LINE_BYTES for offset in planted_at)  # a fault at every cut
+    report = diagnoses_agree([str(log)], monkeypatch)
+    assert "cuda-device-side-assert" in report
+
+
+def test_a_part_that_reads_one_rank_after_several_is_rescanned(tmp_path, cut_small, monkeypatch, signatures):
+    """Four ranks write the first lines, then only rank 0: a later part, read alone, takes its
+    lines for one process's; the merge sees that a whole read would not, and scans on from there
+    itself (same scan, only slower)."""
+    lines = 110_000
+    log = tmp_path / "train.log"
+    write_big_console(log, lines, {100_000: "[rank0]: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"},
+                      prefix=lambda n: f"[rank{n % 4 if n < 2000 else 0}]:")
+    inputs, _ = expand_inputs([str(log)])
+    item = inputs[0]
+    parts = split.plan_parts(item, log.stat().st_size, 2, None)
+    assert len(parts) >= 3
+    scans = [split.scan_part(Scanner(signatures), item, part, part.index == len(parts) - 2) for part in parts]
+    merging = Scanner(signatures)
+    rescans = []
+    scan_blocks = merging.scan_blocks
+    monkeypatch.setattr(merging, "scan_blocks", lambda *args, **kwargs: rescans.append(args) or scan_blocks(*args, **kwargs))
+    merged = split.merge_parts(merging, item, parts, scans)
+    assert rescans  # the merge scanned on itself
+    assert merged == Scanner(signatures).scan(item)
+    report = diagnoses_agree([str(log)], monkeypatch)
+    assert "cuda-oom" in report
