@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 import sys
 
 import pytest
@@ -62,6 +63,67 @@ def test_sql_on_the_table(scanned_demo):
     bad = run("fleet", "sql", "SELECT nope FROM jobs", "--table", table)
     assert bad.returncode == 2 and bad.stderr.startswith("firstfault: error: query failed: ") and "hint: " in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+# what an unrestricted DuckDB connection would do: read or write any file, reach the network,
+# load code, change its own limits; each is refused before or while it runs
+ESCAPES = [
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_text('/etc/hostname')",
+    "SELECT * FROM read_blob('/etc/hostname')",
+    "SELECT * FROM glob('/root/*')",
+    "SELECT * FROM '/etc/passwd'",
+    "SELECT * FROM read_parquet('{table}/../*.parquet')",
+    "SELECT * FROM read_csv('https://example.com/data.csv')",
+    "COPY (SELECT * FROM jobs) TO '{tmp}/leak.csv'",
+    "COPY (SELECT * FROM jobs) TO '{table}/inside.csv'",
+    "ATTACH '{tmp}/other.duckdb' AS other",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SET enable_external_access = true",
+    "SET allowed_directories = ['/']",
+    "RESET lock_configuration",
+    "SELECT 1; COPY (SELECT 1) TO '{tmp}/second.csv'",
+    "CREATE TABLE copy AS SELECT * FROM jobs",
+    "DROP VIEW jobs",
+    "PRAGMA enable_profiling",
+    "EXPORT DATABASE '{tmp}/export'",
+]
+
+
+@pytest.mark.parametrize("query", ESCAPES)
+def test_sql_refuses_what_is_not_a_query_of_the_table(scanned_demo, query, tmp_path):
+    from firstfault.errors import FirstfaultError
+    from firstfault.fleet.sql import run_query
+
+    _, table, _ = scanned_demo
+    before = sorted(path.name for path in tmp_path.iterdir())
+    with pytest.raises(FirstfaultError) as refused:
+        run_query(table, query.format(table=table, tmp=tmp_path))
+    message = str(refused.value)
+    assert "\n" not in message and message
+    assert sorted(path.name for path in tmp_path.iterdir()) == before  # nothing written
+    assert not any(path.suffix == ".csv" for path in Path(table).iterdir())
+
+
+def test_sql_documented_queries_still_run_and_csv_is_offered(scanned_demo, tmp_path):
+    _, table, _ = scanned_demo
+    for query in ("DESCRIBE jobs", "SUMMARIZE jobs", "EXPLAIN SELECT * FROM jobs",
+                  "SELECT date_trunc('week', first_fault_time) AS week, failure_id, count(*) AS jobs FROM jobs "
+                  "WHERE status = 'failure' GROUP BY ALL ORDER BY week, jobs DESC"):
+        done = run("fleet", "sql", query, "--table", table)
+        assert done.returncode == 0, (query, done.stderr)
+    csv_file = tmp_path / "out.csv"
+    done = run("fleet", "sql", "SELECT job_id, status FROM jobs ORDER BY job_id", "--table", table, "--format", "csv",
+               "-o", str(csv_file))
+    lines = csv_file.read_text().splitlines()
+    assert done.returncode == 0 and lines[0] == "job_id,status" and len(lines) == 41
+    refused = run("fleet", "sql", "COPY (SELECT * FROM jobs) TO 'x.csv'", "--table", table, cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.startswith("firstfault: error: fleet sql only reads: COPY")
+    assert "--format csv" in refused.stderr and not (tmp_path / "x.csv").exists()
+    reading = run("fleet", "sql", "SELECT * FROM read_csv('/etc/passwd')", "--table", table)
+    assert reading.returncode == 2 and reading.stderr.startswith("firstfault: error: refused: ")
+    assert "root:" not in reading.stdout + reading.stderr and "Traceback" not in reading.stderr
 
 
 @pytest.mark.parametrize("arguments,message", [

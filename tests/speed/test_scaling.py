@@ -122,6 +122,30 @@ def test_masking_a_file_of_hex_word_lines():
     assert_linear(mask_all, lambda count: [line] * count, 2, repeat=2)
 
 
+# Lines built to cost the masker most: a secret-named key (or flag, or query parameter) every
+# few characters. Per byte they may cost a few times what a log line costs, never more: a 64 KB
+# line of `password=` once re-read a 2 KB value per key (~0.3 s a line).
+ADVERSARIAL = ["password=", "token: ", "api_key=abc&", "--password ", '{"password": ', "password='", "secret_key=x ",
+               "?token=a&token=", "https://u:p@h/", "Authorization: Bearer "]
+WORST_PER_BYTE = 10  # x a normal log's masking cost per byte, same size, same run
+
+
+@pytest.mark.parametrize("unit", ADVERSARIAL)
+def test_masking_cost_per_byte_is_bounded_on_adversarial_lines(unit):
+    size = 64_000
+    normal = _log(800).decode()[:size]
+    hostile = (unit * (size // len(unit) + 1))[:size]
+    MASKER.mask(hostile[:200])
+    gc.collect()
+    gc.disable()
+    try:
+        base = min(_cpu(MASKER.mask, normal) for _ in range(3))
+        cost = min(_cpu(MASKER.mask, hostile) for _ in range(3))
+    finally:
+        gc.enable()
+    assert cost < WORST_PER_BYTE * max(base, 0.003), f"{unit!r}: {cost * 1000:.1f} ms, a log line {base * 1000:.1f} ms"
+
+
 def test_host_pseudonyms():
     masker = HostMasker()
     hosts = {f"gpu-node-{index:03d}" for index in range(64)}

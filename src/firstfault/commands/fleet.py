@@ -54,7 +54,7 @@ def register(subparsers) -> None:
     sql = commands.add_parser("sql", help="query the table with DuckDB (the view is `jobs`)")
     sql.add_argument("query", metavar="QUERY", help='e.g. "SELECT initiating_host, count(*) FROM jobs GROUP BY 1 ORDER BY 2 DESC"')
     sql.add_argument("--table", default=None, metavar="TABLE", help=f"the table (default: $FIRSTFAULT_FLEET_TABLE or {DEFAULT_TABLE})")
-    add_output_options(sql, FORMATS)  # terminal: an aligned table; markdown: a Markdown table
+    add_output_options(sql, (*FORMATS, "csv"))  # terminal: an aligned table; markdown: a Markdown table
     sql.set_defaults(func=run_sql)
 
     demo = commands.add_parser("demo", help="write a synthetic fleet with planted bad hosts (for trying fleet mode)")

@@ -100,6 +100,7 @@ class SecretNames:
     query: tuple[str, ...]  # URL query parameters
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_answers", {})
         object.__setattr__(self, "_excluded", LazyPattern("(?i)(?:" + "|".join(self.not_secret) + ")") if self.not_secret else None)
         object.__setattr__(self, "_strong", LazyPattern("(?i)(?:" + name_alternation(self.strong + self.glued) + ")$"))
         object.__setattr__(self, "_weak", LazyPattern("(?i)(?:" + name_alternation(self.weak) + ")"))
@@ -115,13 +116,26 @@ class SecretNames:
         """Whether a key's last part is a secret name (and the key is not a known exception)."""
         if not key.lower().endswith(self._suffixes):  # most keys: one C-level test
             return False
-        return self._named.search(key) is not None and not self.excluded(key)
+        return self._remembered("secret", key, lambda: self._named.search(key) is not None and not self.excluded(key))
+
+    def _remembered(self, question: str, key: str, answer):
+        """Answers about a key, kept: a line may name the same key thousands of times."""
+        known = self._answers
+        found = known.get((question, key))
+        if found is None:
+            if len(known) >= 4096:
+                known.clear()
+            found = known[(question, key)] = answer()
+        return found
 
     def excluded(self, key: str) -> bool:
         return self._excluded is not None and self._excluded.fullmatch(key.strip("-\"'\\")) is not None
 
     def strength(self, key: str) -> str:
         """strong, medium (a compound key ending in a weak name: `cache_key`) or weak."""
+        return self._remembered("strength", key, lambda: self._strength(key))
+
+    def _strength(self, key: str) -> str:
         bare = key.strip("-\"'\\")
         if self._strong.search(bare):
             return "strong"
@@ -163,6 +177,8 @@ _NEXT_ITEM = LazyPattern(r"[ \t](?=[A-Za-z_][A-Za-z0-9_.\-]{0,60}[=:])|\n")
 _ENV_KEY = LazyPattern(r"[A-Z][A-Z0-9_]*")
 _CODE_NAME = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]{0,60}(?:\.[A-Za-z_][A-Za-z0-9_]{0,60}){0,8}")
 _NESTED_KEY = LazyPattern(r"[A-Za-z_][A-Za-z0-9_.\-]{0,60}=[^=]")
+# the same, read in the text where an unquoted value starts (its next character a value's too)
+_NESTED_KEY_AHEAD = LazyPattern(r"[A-Za-z_][A-Za-z0-9_.\-]{0,60}=[^=\s\"'`,;&(){}\[\]]")
 
 
 # A key and its separator: the token right before `=`, `:`, `=>` or `:=` (in quotes or not). Which
@@ -196,6 +212,8 @@ class KeyValueRule:
         for match in _KEY_SEPARATOR.finditer(text):
             if match.start() < position or not self.names.names_secret(match.group("key")):
                 continue  # inside a value already masked, or not a secret's key
+            if _NESTED_KEY_AHEAD.match(text, match.end()):
+                continue  # `password=token=x`: the value is a key of its own, read next (not the value first: 2 KB per key)
             value = _VALUE.match(text, match.end())
             if value is None:
                 continue
