@@ -83,9 +83,17 @@ class EntryLinks:
         return isinstance(document, dict) and document.get("id") == some_entry
 
     def _write(self, relative: Path, text: str) -> Path:
+        """Reports name hosts, paths and fixes of the user's jobs: readable by the user only
+        (folders 0700, files 0600, as the history database), whatever the umask."""
         path = self.folder / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
+        folder = self.folder
+        for part in (None, *path.parent.relative_to(self.folder).parts):
+            folder = folder if part is None else folder / part
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(folder, 0o700)
         partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        partial.write_text(text, encoding="utf-8")
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
         os.replace(partial, path)  # an editor showing the file never sees it half written
         return path

@@ -154,22 +154,29 @@ class SecretNames:
 
 
 _QUOTED_VALUE = (
-    r'\\"(?:[^"\\\n]|\\[^"\n]){0,%(n)d}\\"'  # JSON inside a string: \"...\"
-    r'|"(?:[^"\\\n]|\\.){0,%(n)d}"'
-    r"|'(?:[^'\\\n]|\\.){0,%(n)d}'"
+    # JSON inside a string, escaped once or more: \"...\", \\\"...\\\"
+    r'(?:\\\\){0,3}\\"(?:[^"\\\n]|\\[^"\n]){0,%(n)d}?(?:\\\\){0,3}\\"'
+    r'|[bBrRuU]{0,2}"(?:[^"\\\n]|\\.){0,%(n)d}"'  # Python literals: b'...', r"...", u'...'
+    r"|[bBrRuU]{0,2}'(?:[^'\\\n]|\\.){0,%(n)d}'"
     r"|[\"'][^\"'\n]{1,%(n)d}"  # a quote that the (cut) line never closes
 ) % {"n": MAX_VALUE}
 _UNQUOTED_VALUE = r"[^\s\"'`,;&(){}\[\]]{1,%d}" % MAX_VALUE
+_OPENING = LazyPattern(r"[bBrRuU]{1,2}(?=[\"'])|(?:\\\\){0,3}\\(?=\")")
 
 
 def _unquote(value: str) -> tuple[str, str, str]:
-    """(opening quote, inner text, closing quote) of a value as matched."""
-    for quote in ('\\"', '"', "'"):
-        if value.startswith(quote):
-            inner = value[len(quote):]
-            if inner.endswith(quote) and len(inner) >= len(quote):
-                return quote, inner[:-len(quote)], quote
-            return quote, inner, ""
+    """(opening quote, inner text, closing quote) of a value as matched; a literal's prefix
+    (`b'`) and the backslashes of an escaped quote (`\\\"`) belong to the quote."""
+    lead = _OPENING.match(value)
+    prefix = lead.group(0) if lead else ""
+    for quote in ('"', "'"):
+        if value.startswith(quote, len(prefix)):
+            opening = prefix + quote
+            closing = opening if prefix.startswith("\\") else quote
+            inner = value[len(opening):]
+            if inner.endswith(closing) and len(inner) >= len(closing):
+                return opening, inner[:-len(closing)], closing
+            return opening, inner, ""
     return "", value, ""
 
 
@@ -185,8 +192,8 @@ _NESTED_KEY_AHEAD = LazyPattern(r"[A-Za-z_][A-Za-z0-9_.\-]{0,60}=[^=\s\"'`,;&(){
 # keys are secret is decided on the token (SecretNames.names_secret), not inside this pattern,
 # which stays one cheap pass over the text.
 _KEY_SEPARATOR = LazyPattern(
-    r"(?<![A-Za-z0-9_.\-$%])(?P<quote>\\?[\"']?)(?P<key>[A-Za-z0-9_.\-]{1,64})"
-    r"(?P<sep>\\?[\"']?[ \t]{0,4}(?:=>|:=|=|:)(?![:=])[ \t]{0,4})")
+    r"(?<![A-Za-z0-9_.\-$%])(?P<quote>\\{0,7}[\"']?)(?P<key>[A-Za-z0-9_.\-]{1,64})"
+    r"(?P<sep>\\{0,7}[\"']?[ \t]{0,4}(?:=>|:=|=|:)(?![:=])[ \t]{0,4})")
 _VALUE = LazyPattern(_QUOTED_VALUE + r"|\$\{[A-Za-z_][A-Za-z0-9_]{0,100}\}|" + _UNQUOTED_VALUE)
 # A flag on a command line, alone (`--token x`, `--token=x`) or as an item of a printed argv
 # list (`'--token', 'x'`).
@@ -251,6 +258,40 @@ class KeyValueRule:
             return True
         line_start = match.string.rfind("\n", 0, match.start()) + 1
         return separator == ":" and not match.string[line_start:match.start()].strip()
+
+
+_NAME_VALUE = LazyPattern(
+    r"(?i)(?P<q1>\\{0,7}[\"']?)name(?P=q1)[ \t]{0,4}[:=][ \t]{0,4}(?P<q2>\\{0,7}[\"']?)(?P<key>[A-Za-z0-9_.\-]{1,64})(?P=q2)"
+    r"[ \t]{0,4},[ \t]{0,4}(?P<q3>\\{0,7}[\"']?)value(?P=q3)[ \t]{0,4}[:=][ \t]{0,4}")
+
+
+class NameValueRule:
+    """A secret named in one field and given in the next: `{"name": "WANDB_API_KEY", "value":
+    "..."}` (a pod's or a task's environment), `{name: HF_TOKEN, value: ...}` (its YAML)."""
+
+    literals = ("value",)
+
+    def __init__(self, names: SecretNames) -> None:
+        self.names = names
+
+    def apply(self, text: str) -> str:
+        pieces, position = [], 0
+        for match in _NAME_VALUE.finditer(text):
+            key = match.group("key")
+            if match.start() < position or not self.names.names_secret(key):
+                continue
+            value = _VALUE.match(text, match.end())
+            if value is None:
+                continue
+            opening, inner, closing = _unquote(value.group(0))
+            if not self.names.hides(key, inner, "strong" if _ENV_KEY.fullmatch(key) else None):
+                continue
+            pieces += [text[position:value.start()], opening + MASKED + closing]
+            position = value.end()
+        if not pieces:
+            return text
+        pieces.append(text[position:])
+        return "".join(pieces)
 
 
 class ArgvRule:
@@ -384,7 +425,7 @@ def looks_random(token: str, names: SecretNames | None = None) -> bool:
         return False
     if token.startswith("eyJ") and names is not None:
         keys = _json_keys(token)
-        if keys is not None:
+        if keys is not None:  # at any depth: a docker config's `auths` hold an `auth`
             return any(names.names_secret(key) for key in keys)
     letters = [char for char in token if char.isalnum()]
     if len(letters) < 24 or _LOWER_RUN.search(token) or _UPPER_RUN.search(token):
@@ -411,7 +452,15 @@ def _json_keys(token: str) -> list[str] | None:
         return None
     if not isinstance(document, dict):
         return None
-    return [str(key) for key in document]
+    keys, pending = [], [document]
+    while pending and len(keys) < 1000:
+        item = pending.pop()
+        if isinstance(item, dict):
+            keys += [str(key) for key in item]
+            pending += list(item.values())
+        elif isinstance(item, list):
+            pending += item
+    return keys
 
 
 class EntropyRule:
@@ -423,12 +472,21 @@ class EntropyRule:
         self.names = names
 
     def apply(self, text: str) -> str:
-        return _TOKEN.sub(lambda m: MASKED if looks_random(m.group(0), self.names) else m.group(0), text)
+        text = _TOKEN.sub(lambda m: MASKED if looks_random(m.group(0), self.names) else m.group(0), text)
+        if "/" not in text:
+            return text
+        # a URL path segment (a download link's or an unknown webhook's token): the token
+        # pattern above reads a whole path as one token, which no path resembles
+        return _PATH_SEGMENT.sub(lambda m: MASKED if looks_random(m.group(0)) else m.group(0), text)
+
+
+_PATH_SEGMENT = LazyPattern(r"(?<=/)[A-Za-z0-9_\-]{24,256}(?=[/?#\s\"'),]|$)")
 
 
 RULES = {
     "key-value": KeyValueRule,
     "argv": ArgvRule,
+    "name-value": NameValueRule,
     "url-credentials": UrlCredentialsRule,
     "query-parameters": QueryParameterRule,
     "cookie": CookieRule,
