@@ -14,7 +14,7 @@ from firstfault.fleet.hardware import HARDWARE, host_fault_weight, host_fault_we
 from firstfault.fleet.hosts import rank_hosts
 from firstfault.fleet.jobs import find_jobs
 from firstfault.fleet.stats import binomial_upper_tail
-from firstfault.fleet.table import TableWriter, check_table_path, parts, read_rows, write_part
+from firstfault.fleet.table import TableWriter, check_table_path, job_key, parts, read_rows, write_part
 from firstfault.kb import load_knowledge_base
 
 from .rows import fleet_rows
@@ -92,7 +92,8 @@ def test_jobs_are_folders_and_archives_and_stamps_follow_changes(tmp_path):
 
 
 def _row(job: str, scanned_at: float, **fields) -> dict:
-    return {"job_path": f"/jobs/{job}", "job_id": job, "scanned_at": scanned_at, "status": "healthy", "hosts": ["h-1"], **fields}
+    return {"job_path": f"/jobs/{job}", "job_key": job_key(f"/jobs/{job}"), "job_id": job, "scanned_at": scanned_at, "status": "healthy",
+            "hosts": ["h-1"], **fields}
 
 
 def test_parts_stream_and_compact_to_the_latest_row_per_job(tmp_path):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from ..model import Skipped
 from .jobs import JobRef, find_jobs
-from .table import TableWriter, check_table_path, compact, known_stamps
+from .table import TableWriter, check_table_path, compact, job_key, known_stamps
 
 IN_FLIGHT_PER_WORKER = 8  # tasks queued per worker: enough to keep it busy, few enough to bound memory
 
@@ -54,7 +54,7 @@ def scan_fleet(roots: list[str], out: str, *, rescan: bool = False, client=None,
         raise InputError(f"no jobs found ({reasons})", "a job is a folder or an archive (.tar.gz, .zip) directly under a root")
     compact(out)  # an interrupted scan left several parts: one file again before comparing
     known = {} if rescan else known_stamps(out)
-    todo = [job for job in jobs if known.get(job.path) != job.stamp.digest]
+    todo = [job for job in jobs if known.get(job_key(job.path)) != job.stamp.digest]
     result.unchanged = len(jobs) - len(todo)
     if todo:
         if client is not None:

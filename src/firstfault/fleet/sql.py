@@ -22,7 +22,7 @@ def jobs_view_sql(table: str | Path) -> str:
     pattern = str(Path(table) / PART_GLOB).replace("'", "''")
     return (
         "CREATE OR REPLACE VIEW jobs AS SELECT * EXCLUDE (latest) FROM ("
-        f"SELECT *, row_number() OVER (PARTITION BY job_path ORDER BY scanned_at DESC) AS latest FROM read_parquet('{pattern}')"
+        f"SELECT *, row_number() OVER (PARTITION BY job_key ORDER BY scanned_at DESC) AS latest FROM read_parquet('{pattern}')"
         ") WHERE latest = 1"
     )
 

@@ -18,13 +18,13 @@ from pathlib import Path
 
 from ..errors import UsageError
 
-TABLE_SCHEMA = "firstfault.fleet-table/2"  # 2: log_time
+TABLE_SCHEMA = "firstfault.fleet-table/3"  # 2: log_time; 3: job_key, job_path and job_id masked
 TABLE_VARIABLE = "FIRSTFAULT_FLEET_TABLE"  # the table `fleet sql` and the web app's /fleet page read by default
 PART_GLOB = "*.parquet"
 TIME_COLUMNS = ("scanned_at", "modified_at", "first_fault_time", "log_time")
 COLUMNS = (
     # (name, pyarrow type name) -- the documented columns, in order (docs/fleet.md)
-    ("job_path", "string"), ("job_id", "string"), ("scanned_at", "time"), ("input_files", "int32"),
+    ("job_path", "string"), ("job_key", "string"), ("job_id", "string"), ("scanned_at", "time"), ("input_files", "int32"),
     ("input_bytes", "int64"), ("modified_at", "time"), ("stamp", "string"), ("engine_version", "string"),
     ("status", "string"), ("failure_id", "string"), ("entry_id", "string"), ("confidence", "float64"),
     ("action", "string"), ("summary", "string"), ("initiating_rank", "int32"), ("initiating_host", "string"),
@@ -126,10 +126,10 @@ def read_table(path: str | Path):
     table = pa.concat_tables(tables)
     if len(files) == 1:
         return table
-    # keep the latest row of each job: sort by (job_path, scanned_at desc), take the first of each path
-    order = pc.sort_indices(table, sort_keys=[("job_path", "ascending"), ("scanned_at", "descending")])
+    # keep the latest row of each job: sort by (job_key, scanned_at desc), take the first of each job
+    order = pc.sort_indices(table, sort_keys=[("job_key", "ascending"), ("scanned_at", "descending")])
     table = table.take(order)
-    paths = table.column("job_path").to_pylist()
+    paths = table.column("job_key").to_pylist()
     keep = [index for index, value in enumerate(paths) if index == 0 or paths[index - 1] != value]
     return table.take(pa.array(keep, type=pa.int64()))
 
@@ -162,9 +162,17 @@ def compact(path: str | Path) -> None:
 
 
 def known_stamps(path: str | Path) -> dict[str, str]:
-    """job_path -> stamp of every job in the table (what an incremental scan compares)."""
+    """job_key -> stamp of every job in the table (what an incremental scan compares)."""
     if not parts(path):
         return {}
-    table = read_table(path).select(["job_path", "stamp", "status"])
-    return {job: stamp for job, stamp, status in zip(*(table.column(name).to_pylist() for name in ("job_path", "stamp", "status")))
+    table = read_table(path).select(["job_key", "stamp", "status"])
+    return {job: stamp for job, stamp, status in zip(*(table.column(name).to_pylist() for name in ("job_key", "stamp", "status")))
             if status != "error"}
+
+
+def job_key(path: str) -> str:
+    """Which job a row is: a digest of its path as found (the path is stored masked, and two
+    users' `/home/<user>/run1` must stay two jobs)."""
+    import hashlib
+
+    return hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:24]

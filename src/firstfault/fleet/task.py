@@ -48,8 +48,14 @@ def diagnose_job(job: JobRef, scanned_at: float | None = None) -> dict:
 
 
 def base_row(job: JobRef, scanned_at: float | None = None) -> dict:
+    """What is known of a job before its diagnosis; its path and name pass the masker, as every
+    text of a diagnosis does (a user name in /home/<user>, a token in a folder name)."""
+    from ..mask import mask_secrets
+    from .table import job_key
+
     return {
-        "job_path": job.path, "job_id": job.job_id, "scanned_at": scanned_at or time.time(),
+        "job_path": mask_secrets(job.path), "job_key": job_key(job.path), "job_id": mask_secrets(job.job_id),
+        "scanned_at": scanned_at or time.time(),
         "input_files": job.stamp.files, "input_bytes": job.stamp.bytes, "modified_at": job.stamp.modified,
         "stamp": job.stamp.digest, "engine_version": __version__,
     }
