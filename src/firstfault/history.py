@@ -121,6 +121,8 @@ class History:
         return [self._record(row) for row in rows]
 
     def get(self, record_id: int) -> Record | None:
+        if not _storable(record_id):
+            return None
         with self._lock:
             row = self._db.execute(
                 "SELECT id, created, title, status, failure_id, document FROM diagnosis WHERE id = ?", (record_id,)
@@ -128,6 +130,8 @@ class History:
         return self._record(row) if row else None
 
     def delete(self, record_id: int) -> bool:
+        if not _storable(record_id):
+            return False
         with self._lock:
             cursor = self._db.execute("DELETE FROM diagnosis WHERE id = ?", (record_id,))
         return cursor.rowcount > 0
@@ -139,3 +143,9 @@ class History:
     @staticmethod
     def _record(row) -> Record:
         return Record(id=row[0], created=row[1], title=row[2], status=row[3], failure_id=row[4], document=json.loads(row[5]))
+
+
+def _storable(record_id: int) -> bool:
+    """Whether SQLite can hold the id at all (a signed 64-bit integer, ids from 1): any other is
+    no record, not an error (an id of 2**63 in a URL is a 404)."""
+    return 0 < record_id < 1 << 63

@@ -73,3 +73,55 @@ def test_client_timeout_option(captured_run):
     app, options = captured_run[0]
     assert options["limit_concurrency"] and options["http"].__name__ == "TimelyH11Protocol"
     assert cli.main(["serve", "--no-history", "--client-timeout", "0"]) == 2
+
+
+def test_on_every_address_only_the_served_names_are_answered(tmp_path):
+    """A real server on all interfaces: a page that rebinds its own DNS name to this machine
+    reaches it under that name and is refused (421), in every bind mode; this machine's names, the
+    names given with --server-name and loopback are answered; a history id SQLite cannot hold is
+    a 404, not a 500."""
+    import http.client
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from .helpers import free_port
+
+    port = free_port()
+    log = open(tmp_path / "serve.log", "wb")
+    process = subprocess.Popen([sys.executable, "-m", "firstfault.cli", "serve", "--host", "0.0.0.0", "--port", str(port),
+                                "--db", str(tmp_path / "h.sqlite3"), "--server-name", "TrainBox.corp.lan"],
+                               stdout=log, stderr=subprocess.STDOUT)
+
+    def status(host: str, path: str = "/api/history", method: str = "GET") -> int:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            connection.request(method, path, headers={"Host": host})
+            return connection.getresponse().status
+        finally:
+            connection.close()
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status(f"127.0.0.1:{port}")
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+                time.sleep(0.3)
+        assert status("attacker.example:8000") == 421
+        assert status("attacker.example", "/api/history/1", "DELETE") == 421
+        assert status(f"trainbox.corp.lan:{port}") == 200  # names compare without case
+        assert status(f"{socket.gethostname()}:{port}") == 200
+        assert status(f"localhost:{port}") == 200
+        assert status(f"127.0.0.1:{port}", f"/api/history/{2 ** 63}") == 404
+        assert status(f"127.0.0.1:{port}", f"/api/history/{2 ** 63}", "DELETE") == 404
+        assert status(f"127.0.0.1:{port}", f"/history/{2 ** 64 + 5}") == 404
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+    output = (tmp_path / "serve.log").read_text()
+    assert "answering for" in output and "trainbox.corp.lan" in output and "Traceback" not in output

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 import sqlite3
 import sys
 
@@ -27,6 +28,10 @@ def add_server_options(parser) -> None:
     parser.add_argument("--no-history", action="store_true", help="keep no history of diagnoses")
     parser.add_argument("--client-timeout", type=float, default=None, metavar="SECONDS",
                         help="close a connection whose request head, or body, stops arriving for this long (default: 10)")
+    parser.add_argument("--server-name", action="append", default=[], metavar="NAME",
+                        help="a host name (or address) browsers reach this server by; requests for any other "
+                             "name are refused (DNS rebinding). Repeatable. Default: this machine's names and "
+                             "the address listened on")
 
 
 def is_loopback(host: str) -> bool:
@@ -73,7 +78,11 @@ def run_serve(args) -> int:
               file=sys.stderr)
         return 2
     db = None if args.no_history else (args.db or str(default_path()))
-    allowed = LOOPBACK_HOSTS if loopback else None  # refuse the names a DNS-rebinding page would use
+    # refuse the names a DNS-rebinding page would use, in every bind mode
+    allowed = served_names(args.host, args.server_name, LOOPBACK_HOSTS)
+    if not loopback:
+        print(f"firstfault: answering for {', '.join(name for name in allowed if name not in LOOPBACK_HOSTS)} "
+              "(others: --server-name NAME)", file=sys.stderr)
     limits = Limits()
     if args.client_timeout is not None:
         limits = replace(limits, head_timeout=args.client_timeout, body_idle_timeout=args.client_timeout)
@@ -94,10 +103,31 @@ def run_serve(args) -> int:
     return 0
 
 
+def served_names(host: str, extra: list[str], loopback_names: tuple[str, ...]) -> tuple[str, ...]:
+    """The Host names the server answers for: loopback always; on another address, that address
+    (unless it is a wildcard), this machine's names and their addresses, and the names given."""
+    names = list(loopback_names)
+    if not is_loopback(host):
+        machine = [socket.gethostname(), socket.getfqdn()]
+        names += machine
+        try:
+            unspecified = ipaddress.ip_address(host.strip("[]")).is_unspecified
+        except ValueError:
+            unspecified = False
+        if not unspecified:
+            names.append(f"[{host.strip('[]')}]" if ":" in host else host)
+        for name in machine:
+            try:
+                names += [info[4][0] for info in socket.getaddrinfo(name, None)]
+            except OSError:
+                continue
+    names += [name.strip().lower() for name in extra if name.strip()]
+    names = [f"[{name}]" if ":" in name and not name.startswith("[") else name for name in names]
+    return tuple(dict.fromkeys(name.lower() for name in names if name))
+
+
 def cannot_listen(host: str, port: int) -> str:
     """Why nothing can listen on host:port now ("" when it can): checked before saying `serving`."""
-    import socket
-
     try:
         infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:

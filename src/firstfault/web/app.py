@@ -178,10 +178,11 @@ class Guard:
                 await error_response(error, wants_html(request), self.templates)(scope, body.receive, send_with_headers)
 
     def refusal(self, request: Request) -> InputRejected | None:
-        host = host_name(request.headers.get("host", ""))
+        host = host_name(request.headers.get("host", "")).lower()
         if self.allowed_hosts is not None and host not in self.allowed_hosts:
             # a DNS-rebinding page reaches us under its own name: refuse any name we were not started as
-            return InputRejected(421, "wrong_host", f"this server does not answer for {host[:100]!r}")
+            return InputRejected(421, "wrong_host", f"this server does not answer for {host[:100]!r}",
+                                 "if that is this server's name, start it with --server-name NAME")
         if request.method not in ("GET", "HEAD", "OPTIONS"):
             # `Origin: null` comes from sandboxed frames and data: URLs, which are foreign; it also
             # comes from our own forms, since the pages send no referrer: those the browser marks
