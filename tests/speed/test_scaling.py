@@ -238,3 +238,31 @@ def test_upload_expansion():
         return buffer.getvalue()
     assert_linear(lambda data: expand("logs.tar.gz", data, Budget(Limits())), make, 20)
     assert_linear(lambda data: expand("rank0.log.gz", data, Budget(Limits())), lambda n: gzip.compress(gzip.compress(_log(n))), 5_000)
+
+
+def test_untimed_hits_read_each_earlier_line_for_its_time_once():
+    """A block where every line is the same untimed error: each hit's time is the nearest earlier
+    timed line's, looked for within 60 lines; the walks share what they read, so each line is
+    parsed for a time about once, not up to 60 times (the same error on 500,000 lines took
+    minutes)."""
+    scanner = scanner_for(KB)
+    parsed = 0
+    parse = scanner.clock.parse
+
+    def counting(text):
+        nonlocal parsed
+        parsed += 1
+        return parse(text)
+
+    scanner.clock.parse = counting
+    lines = 5_000
+    text = "2026-03-01 10:00:00,000 INFO start\n" + "[rank1]: RuntimeError: CUDA error: device-side assert triggered\n" * lines
+    scan = scanner.scan(InputFile(display="rank1.log", relative="rank1.log", path=None, content=text.encode()))
+    first_of_each_line = {}
+    for hit in scan.hits:
+        first_of_each_line.setdefault(hit.line, hit)
+    assert len(first_of_each_line) == lines
+    assert first_of_each_line[2].time is not None and first_of_each_line[2].time_inherited  # 1 line after the time
+    assert first_of_each_line[61].time == first_of_each_line[2].time  # 60 lines after: still within the window
+    assert first_of_each_line[62].time is None  # 61 lines after: beyond it, as before
+    assert parsed < 4 * lines, f"{parsed} time parses for {lines} lines"

@@ -62,3 +62,22 @@ def test_conditionals_are_unsupported():
 def test_patterns_matching_everything_are_unsupported():
     with pytest.raises(Unsupported):
         translate(r"x*", ASCII)
+
+
+@pytest.mark.parametrize("pattern,line", [
+    (r"(?:Error|Exception)(?:: (?P<msg>.*)|:\s*$|$)", "x Error: a long message " + "y" * 100),
+    (r"failed(?: with (?P<detail>.*)|\.)", "step failed with reason " + "z" * 100),
+    (r"killed(?: by signal (?P<sig>\d+))?", "killed by signal 9"),  # an optional tail goes whole
+])
+def test_tails_that_only_extend_a_match_are_left_to_the_confirmation(pattern, line):
+    """Hyperscan reports every end of a match: `: (?P<msg>.*)` on a 100-character line is 100
+    reports for one candidate line. The translation ends where the match is certain; the line is
+    still a candidate, and the confirmation reads the whole pattern."""
+    hyperscan = pytest.importorskip("hyperscan")
+    text, _ = translate(pattern, ASCII)
+    assert re.search(text, line) and re.search(pattern, line)
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=[text.encode()], ids=[0], elements=1, flags=[hyperscan.HS_FLAG_MULTILINE])
+    ends = []
+    database.scan(line.encode(), match_event_handler=lambda *report: ends.append(report[2]))
+    assert 1 <= len(ends) <= 2  # a few reports, not one per character

@@ -19,7 +19,7 @@ from ..kb.cache import cache_dir, write_atomic
 
 ASCII, BYTES = "ascii", "bytes"  # the dialects of translate.py (imported only to compile)
 
-CACHE_VERSION = "5"  # bump when translate.py changes what a pattern compiles to
+CACHE_VERSION = "6"  # bump when translate.py changes what a pattern compiles to
 _FLAGS = hyperscan.HS_FLAG_MULTILINE
 # Any byte sequence Python's strict UTF-8 decoder rejects (found in the same pass as the
 # signatures, so checking a block costs nothing extra): bytes never valid, a lead byte without

@@ -115,6 +115,7 @@ class Scanner:
         self.matcher = Matcher(self.signatures, engine)
         self.clock = Clock()
         self.on_block = None  # optional callable(bytes scanned), for progress within a file
+        self._lookbacks: dict = {}  # per rank stream: (asked at, time found, lines back) in this block
         self._first_only = {id(item): index for index, item in enumerate(self.matcher.compiled)
                             if item.signature.first_only}
 
@@ -197,6 +198,7 @@ class Scanner:
 
     def _scan_block(self, block: Block, scan: FileScan) -> None:
         data = block.data
+        self._lookbacks = {}  # see _last_time_in: answers of this block's earlier lookbacks
         candidates, valid, hints = self.matcher.candidate_lines(data)
         if valid is None:
             valid = _valid_utf8(data)
@@ -339,22 +341,36 @@ class Scanner:
         return times
 
     def _last_time_in(self, data: bytes, end: int, stream: tuple | None = None) -> float | None:
-        """The time of the nearest earlier line in this block that carries one; when the line
-        names its rank (a combined console), only earlier lines of the same rank count."""
-        for _ in range(TIME_LOOKBACK_LINES):
+        """The time of the nearest earlier line in this block that carries one, within
+        TIME_LOOKBACK_LINES lines; when the line names its rank (a combined console), only
+        earlier lines of the same rank count.
+
+        A block of untimed hits (the same error on every line) would read back the whole window
+        for each: each answer is kept (where it was asked, what it found, how many lines back),
+        and a later walk that reaches an earlier question's line takes its answer from there."""
+        asked_at, known = end, self._lookbacks.get(stream)
+        for walked in range(1, TIME_LOOKBACK_LINES + 1):
             if end <= 0:
-                return None
+                return self._remember(stream, asked_at, None, None)
+            if known is not None and end == known[0] - 1:  # the next lines are the earlier walk's
+                _, value, distance = known
+                found = value is not None and walked - 1 + distance <= TIME_LOOKBACK_LINES
+                return self._remember(stream, asked_at, value if found else None, walked - 1 + distance if found else None)
             start = data.rfind(b"\n", 0, end - 1) + 1
             line = data[start:end].decode("utf-8", "replace")
             prefix = parse_prefix(line) if line[:1] in "[0123456789 (" or ": " in line[:40] else None
             same_stream = stream is None or (prefix is not None and _stream_of(prefix) == stream)
             value = self.clock.parse(line[prefix.offset:] if prefix else line) if same_stream else None
             if value is not None:
-                return value
+                return self._remember(stream, asked_at, value, walked)
             end = start - 1 if start > 0 else 0
             if start == 0:
-                return None
-        return None
+                return self._remember(stream, asked_at, None, None)
+        return self._remember(stream, asked_at, None, None)
+
+    def _remember(self, stream, asked_at: int, value: float | None, distance: int | None) -> float | None:
+        self._lookbacks[stream] = (asked_at, value, distance)
+        return value
 
     def _first_time_in(self, data: bytes) -> float | None:
         position = 0

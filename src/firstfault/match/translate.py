@@ -257,6 +257,12 @@ def _trim_tail(items: list) -> list:
             if not inner:
                 items.pop()
                 continue
+        if opcode is C.BRANCH:  # `(?:: (?P<msg>.*)|$)`: each alternative's tail
+            alternatives = [_trim_tail(list(alternative)) for alternative in argument[1]]
+            if not all(alternatives):  # one may match nothing: the whole choice may
+                items.pop()
+                continue
+            items[-1] = (C.BRANCH, (argument[0], alternatives))
         break
     return items
 

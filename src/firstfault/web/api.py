@@ -75,7 +75,7 @@ async def api_diagnose(
             raise InputRejected(422, "no_input", "samples are for the web page; send logs", "")
     else:
         submission = await submission_from_body(request, limits, mask_hosts)
-    diagnosis, document = await service.diagnose(request.app, submission)
+    diagnosis, document = await service.diagnose(request.app, submission, request)
     headers = {}
     if save:
         record_id = service.save(request.app, document)

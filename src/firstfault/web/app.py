@@ -128,8 +128,12 @@ def create_app(db_path: str | Path | None = None, history: bool = True, limits: 
     return app
 
 
+BUSY_RETRY_SECONDS = 5
+
+
 class Guard:
-    """ASGI middleware, the outermost: refuse unknown Host names and cross-site writes; add the
+    """ASGI middleware, the outermost: refuse unknown Host names and cross-site writes, and
+    requests whose bodies would take the server past its memory budget (503); add the
     security headers; time out request bodies that stop arriving; close the connection after an
     answer given before the body was read (a refused 300 MiB upload is not read to its end);
     turn any unexpected error into a 500 whose log line names the exception type only.
@@ -143,6 +147,7 @@ class Guard:
         self.allowed_hosts = allowed_hosts
         self.templates = templates
         self.limits = limits or Limits()
+        self.in_flight = 0  # bytes reserved by the bodies of requests being served
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -150,9 +155,32 @@ class Guard:
             return
         request = Request(scope)
         refusal = self.refusal(request)
+        reserved = 0
+        if refusal is None:
+            reserved = self.body_reservation(request)
+            if self.in_flight + reserved > self.limits.max_inflight_bytes:
+                refusal = InputRejected(503, "busy", "the server is reading as much as it may hold at once",
+                                        "send it again in a few seconds", retry_after=BUSY_RETRY_SECONDS)
+                reserved = 0
         if refusal is not None:
             await error_response(refusal, wants_html(request), self.templates)(scope, receive, _closing(send))
             return
+        self.in_flight += reserved
+        try:
+            await self.serve(scope, request, receive, send)
+        finally:
+            self.in_flight -= reserved
+
+    def body_reservation(self, request: Request) -> int:
+        """The memory a request's body may take while it is read and diagnosed: its declared
+        length, else the most any request may send."""
+        if request.method in ("GET", "HEAD", "OPTIONS", "DELETE"):
+            return 0
+        declared = request.headers.get("content-length", "")
+        most = self.limits.max_request_bytes
+        return min(int(declared), most) if declared.isdigit() else most
+
+    async def serve(self, scope, request: Request, receive, send) -> None:
         body = _BodyWatch(receive, self.limits)
         started = False
 
@@ -213,7 +241,9 @@ class _BodyWatch:
     def __init__(self, receive, limits: Limits) -> None:
         self._receive = receive
         self._limits = limits
-        self._deadline = time.monotonic() + limits.body_timeout
+        self._started = time.monotonic()
+        self._deadline = self._started + limits.body_timeout
+        self._received = 0
         self.done = False
 
     async def receive(self):
@@ -227,7 +257,18 @@ class _BodyWatch:
                                 "send the whole request at once; large uploads go faster as .tar.gz") from None
         if message["type"] != "http.request" or not message.get("more_body", False):
             self.done = True
+        else:
+            self._check_rate(len(message.get("body", b"")))
         return message
+
+    def _check_rate(self, count: int) -> None:
+        """A body that arrives slower than min_body_rate on average, past the idle timeout's grace."""
+        self._received += count
+        elapsed = time.monotonic() - self._started
+        if elapsed > self._limits.body_idle_timeout and self._received < self._limits.min_body_rate * elapsed:
+            raise InputRejected(408, "request_too_slow",
+                                f"the request body arrives slower than {self._limits.min_body_rate // 1024} KiB/s",
+                                "send the whole request at once; large uploads go faster as .tar.gz")
 
 
 def render(request: Request, template: str, status_code: int = 200, **context):

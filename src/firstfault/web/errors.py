@@ -7,6 +7,13 @@ from .limits import InputRejected
 
 
 def error_response(error: InputRejected, wants_html: bool = False, templates=None) -> Response:
+    response = _error_response(error, wants_html, templates)
+    if error.retry_after is not None:
+        response.headers["retry-after"] = str(error.retry_after)
+    return response
+
+
+def _error_response(error: InputRejected, wants_html: bool, templates) -> Response:
     if wants_html:
         if templates is not None:
             html = templates.get_template("error.html").render(error=error, page="error")

@@ -7,6 +7,7 @@ ingress; nothing here keeps, logs or echoes it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 from urllib.parse import parse_qsl
 
 from starlette.datastructures import UploadFile
@@ -23,12 +24,21 @@ TRUE_WORDS = {"1", "true", "on", "yes"}
 
 @dataclass
 class Submission:
-    """The logs of one request, ready for `diagnose_texts`, and what was left out."""
+    """The logs of one request, ready for `diagnose_texts`, and what was left out.
+
+    A request's body is read on the event loop; what costs CPU and memory (expanding archives,
+    parsing a JSON body, counting lines) is left in `prepare`, which the service runs in a
+    worker thread once the request holds a diagnosis slot (service.py)."""
 
     files: list[tuple[str, bytes]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     mask_hosts: bool = False
     sample: str = ""
+    prepare: Callable[[], "Submission"] | None = None  # -> the submission with its files
+    raw_bytes: int = 0  # what the request sent, before any archive is expanded
+
+    def prepared(self) -> "Submission":
+        return self.prepare() if self.prepare is not None else self
 
 
 def upload_name(raw: str | None, fallback: str) -> str:
@@ -118,17 +128,17 @@ def _form_too_large(limits: Limits):
 
 async def submission_from_form(request, limits: Limits) -> Submission:
     items = await read_form(request, limits)
-    budget = Budget(limits)
     mask_hosts = False
     sample = ""
     pasted: list[str] = []
+    uploads: list[tuple[str | None, bytes]] = []
     for key, value in items:
         if isinstance(value, UploadFile):
             data = await value.read()
             await value.close()
             if not data and not value.filename:
                 continue  # the browser sends an empty part when no file was chosen
-            expand(upload_name(value.filename, f"upload-{len(budget.files) + 1}.log"), data, budget)
+            uploads.append((value.filename, data))
         elif key == "text":
             if value.strip():
                 pasted.append(value)
@@ -136,17 +146,33 @@ async def submission_from_form(request, limits: Limits) -> Submission:
             mask_hosts = value.lower() in TRUE_WORDS
         elif key == "sample":
             sample = value
-    for index, text in enumerate(pasted):
-        budget.add("pasted.log" if index == 0 else f"pasted-{index + 1}.log", text_bytes(text))
-    if sample and not budget.files:
+    if sample and not uploads and not pasted:
         return Submission(sample=sample, mask_hosts=mask_hosts)
-    return finish(budget, mask_hosts)
+
+    def prepare() -> Submission:
+        budget = Budget(limits)
+        for filename, data in uploads:
+            expand(upload_name(filename, f"upload-{len(budget.files) + 1}.log"), data, budget)
+        for index, text in enumerate(pasted):
+            budget.add("pasted.log" if index == 0 else f"pasted-{index + 1}.log", text_bytes(text))
+        return finish(budget, mask_hosts)
+
+    sent = sum(len(data) for _, data in uploads) + sum(len(text) for text in pasted)
+    return Submission(mask_hosts=mask_hosts, sample=sample, prepare=prepare, raw_bytes=sent)
 
 
 async def submission_from_body(request, limits: Limits, mask_hosts: bool) -> Submission:
-    """`POST /api/diagnose` with a JSON or plain-text body."""
+    """`POST /api/diagnose` with a JSON or plain-text body (read here, parsed in `prepare`)."""
     content_type = request.headers.get("content-type", "")
+    if not (content_type.startswith(("application/json", "text/plain")) or content_type == ""):
+        raise InputRejected(415, "unsupported_media_type", f"cannot read a {content_type} body",
+                            "send multipart/form-data (files), application/json ({\"text\": ...}) or text/plain")
     body = await request.body()
+    return Submission(mask_hosts=mask_hosts, prepare=lambda: _body_submission(body, content_type, limits, mask_hosts),
+                      raw_bytes=len(body))
+
+
+def _body_submission(body: bytes, content_type: str, limits: Limits, mask_hosts: bool) -> Submission:
     budget = Budget(limits)
     if content_type.startswith("application/json"):
         try:
@@ -172,12 +198,8 @@ async def submission_from_body(request, limits: Limits, mask_hosts: bool) -> Sub
             budget.add(upload_name(payload.get("name") if isinstance(payload.get("name"), str) else None, "pasted.log"), text_bytes(text))
         for index, item in enumerate(files):
             budget.add(upload_name(item.get("name"), f"file-{index + 1}.log"), text_bytes(item["text"]))
-    elif content_type.startswith("text/plain") or content_type == "":
-        if body.strip():
-            expand("pasted.log", body, budget)
-    else:
-        raise InputRejected(415, "unsupported_media_type", f"cannot read a {content_type} body",
-                            "send multipart/form-data (files), application/json ({\"text\": ...}) or text/plain")
+    elif body.strip():  # text/plain, or no content type
+        expand("pasted.log", body, budget)
     return finish(budget, mask_hosts)
 
 

@@ -32,6 +32,13 @@ class Limits:
     head_timeout: float = 10.0  # (the README states both: `--client-timeout`, default 10)
     body_idle_timeout: float = 10.0
     body_timeout: float = 300.0
+    # a body slower than this on average, once body_idle_timeout has passed, is refused (408): a
+    # client trickling a byte every few seconds would hold its connection for body_timeout
+    min_body_rate: int = 16 * 1024  # bytes per second
+    # bodies read or being read at once, over all requests (their Content-Length, else
+    # max_request_bytes): beyond it a request is answered 503 with Retry-After at once
+    max_inflight_bytes: int = 256 * MiB
+    diagnosis_seconds: float = 120.0  # one request's diagnosis (and archive expansion) at most
 
 
 def size(count: int) -> str:
@@ -45,12 +52,13 @@ def size(count: int) -> str:
 class InputRejected(Exception):
     """The request's input breaks a limit or cannot be read; `status` is the HTTP answer."""
 
-    def __init__(self, status: int, code: str, message: str, hint: str = "") -> None:
+    def __init__(self, status: int, code: str, message: str, hint: str = "", retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.hint = hint
+        self.retry_after = retry_after  # seconds, sent as Retry-After (503: busy)
 
     def as_json(self) -> dict:
         return {"error": {"status": self.status, "code": self.code, "message": self.message, "hint": self.hint}}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from starlette.concurrency import run_in_threadpool
 
@@ -14,32 +15,111 @@ from .limits import InputRejected
 from .report import build_document, title_of
 
 
-async def diagnose(app, submission: Submission) -> tuple[Diagnosis, dict]:
-    """The diagnosis of the submission's logs (or of a sample) and the page document built from it."""
-    files = submission.files
+async def diagnose(app, submission: Submission, request=None) -> tuple[Diagnosis, dict]:
+    """The diagnosis of the submission's logs (or of a sample) and the page document built from it.
+
+    Everything that costs CPU or memory runs in a worker thread while the request holds one of
+    the `max_concurrent` diagnosis slots: expanding archives and parsing the body (the
+    submission's `prepare`), then the pipeline. The work stops (DiagnosisWatch) when the client
+    goes away or it has run `diagnosis_seconds`."""
     if submission.sample:
         sample = samples.get(submission.sample)
         if sample is None:
             raise InputRejected(404, "not_found", f"no sample called {submission.sample[:60]!r}")
-        files = sample.read()
-    slots = getattr(app.state, "diagnose_slots", None)
-    if slots is None:
-        slots = app.state.diagnose_slots = asyncio.Semaphore(app.state.limits.max_concurrent)
+        submission = Submission(files=sample.read(), mask_hosts=submission.mask_hosts)
+    limits = app.state.limits
+    slots = _lane(app, "small" if submission.raw_bytes <= SMALL_REQUEST_BYTES else "large", limits.max_concurrent)
+    watch = DiagnosisWatch(limits.diagnosis_seconds)
     try:
         async with slots:
-            diagnosis = await run_in_threadpool(
-                pipeline.diagnose_texts, files, mask_hosts=submission.mask_hosts, kb=app.state.kb,
-                max_input_bytes=app.state.limits.max_total_bytes,
-            )
+            watch.start()
+            work = asyncio.ensure_future(run_in_threadpool(_run, app, submission, watch))
+            try:
+                while True:
+                    done, _ = await asyncio.wait({work}, timeout=DISCONNECT_POLL_SECONDS)
+                    if done:
+                        diagnosis, notes = work.result()
+                        break
+                    if request is not None and await request.is_disconnected():
+                        watch.cancel("the client went away")
+            except asyncio.CancelledError:
+                # the server dropped the request: stop the work, and keep the slot until it stops
+                watch.cancel("the request was cancelled")
+                await asyncio.wait({work})
+                raise
     except NotImplementedError:
         raise InputRejected(503, "engine_unavailable", "the diagnosis engine is not available in this build",
                             "install a released firstfault") from None
+    except Stopped as exc:
+        raise InputRejected(503, "diagnosis_stopped", f"the diagnosis was stopped: {exc}",
+                            "split the logs, or keep only the ranks and the time window around the failure") from None
     except InputError as exc:
         # the pipeline says it for a command line ("check the paths"); a page says it for an upload
         reasons = exc.message.partition("(")[2].rstrip(")") or exc.message
         raise InputRejected(422, "no_readable_input", f"nothing you sent could be read as a log: {reasons}",
                             UNREADABLE_HINT) from None
-    return diagnosis, build_document(diagnosis, submission.notes)
+    return diagnosis, build_document(diagnosis, notes)
+
+
+DISCONNECT_POLL_SECONDS = 0.25
+# requests that sent at most this much wait in their own lane: a pasted log is not queued behind
+# two 64 MiB uploads (the large lane's slots bound memory; a small request needs little)
+SMALL_REQUEST_BYTES = 1024 * 1024
+
+
+def _lane(app, name: str, size: int) -> asyncio.Semaphore:
+    """The diagnosis slots of one lane (made on first use, in the server's event loop)."""
+    lanes = getattr(app.state, "diagnosis_lanes", None)
+    if lanes is None:
+        lanes = app.state.diagnosis_lanes = {}
+    if name not in lanes:
+        lanes[name] = asyncio.Semaphore(size)
+    return lanes[name]
+
+
+def _run(app, submission: Submission, watch: "DiagnosisWatch") -> tuple[Diagnosis, list[str]]:
+    """In a worker thread: the request's logs, then their diagnosis."""
+    prepared = submission.prepared()
+    watch.check()
+    diagnosis = pipeline.diagnose_texts(prepared.files, mask_hosts=prepared.mask_hosts or submission.mask_hosts,
+                                        kb=app.state.kb, max_input_bytes=app.state.limits.max_total_bytes,
+                                        observer=watch)
+    return diagnosis, prepared.notes
+
+
+class Stopped(Exception):
+    """A diagnosis stopped before its end: its client left, or it ran out of time."""
+
+
+class DiagnosisWatch:
+    """The pipeline's observer for one request: between blocks of input it checks whether the
+    work is still wanted (the client is there, the time limit not reached) and stops it if not."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline: float | None = None
+        self.reason = ""
+
+    def start(self) -> None:
+        self.deadline = time.monotonic() + self.seconds
+
+    def cancel(self, reason: str) -> None:
+        self.reason = reason
+
+    def check(self) -> None:
+        if self.reason:
+            raise Stopped(self.reason)
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise Stopped(f"it ran longer than {self.seconds:g} seconds, the limit for one request")
+
+    def file_started(self, item, index: int, total: int) -> None:
+        self.check()
+
+    def file_finished(self, scan) -> None:
+        pass
+
+    def bytes_scanned(self, count: int) -> None:
+        self.check()
 
 
 def save(app, document: dict) -> int | None:
