@@ -36,8 +36,10 @@ class Limits:
     # client trickling a byte every few seconds would hold its connection for body_timeout
     min_body_rate: int = 16 * 1024  # bytes per second
     # bodies read or being read at once, over all requests (their Content-Length, else
-    # max_request_bytes): beyond it a request is answered 503 with Retry-After at once
-    max_inflight_bytes: int = 256 * MiB
+    # max_request_bytes): beyond it a request is answered 503 with Retry-After at once. Two
+    # diagnoses run at a time (each expanding up to max_total_bytes), so more large bodies than
+    # about two waiting would only hold memory
+    max_inflight_bytes: int = 160 * MiB
     diagnosis_seconds: float = 120.0  # one request's diagnosis (and archive expansion) at most
 
 

@@ -51,9 +51,31 @@ def _live_signs(facts: Facts, decision: Decision) -> list:
     did not go on from. A warning that names an error is not one."""
     from .progress import outlived
 
-    return [m for m in facts.matches if decision.current(m) and (
-        m.signature.name in FAILURE_SIGNS or (m.signature.name == ERROR_STATEMENT and _states_an_error(m.line.text)))
-        and not outlived(facts, m)]
+    live, outlived_at = [], {}
+    for m in facts.matches:
+        if not decision.current(m) or not (m.signature.name in FAILURE_SIGNS or (
+                m.signature.name in _STATEMENTS and _states_an_error(m.line.text))):
+            continue
+        if not outlived(facts, m):
+            live.append(m)
+        elif m.signature.name in _STATEMENTS:
+            key = _statement_key(m)
+            outlived_at[key] = min(outlived_at.get(key, m.line.origin.line), m.line.origin.line)
+    # a statement the same file made before, word for word but its numbers, and went on past: a
+    # recurring error the run lives with (a metrics server's 500s between training steps), not a
+    # failure because the log happens to end on it
+    return [m for m in live if m.signature.name not in _STATEMENTS
+            or outlived_at.get(_statement_key(m), m.line.origin.line) >= m.line.origin.line]
+
+
+# lines that say an error in words (`ERROR: ...`, `... Error: ...`): a failure sign unless the run
+# went on past them (or past the same words before), or they are logged at warning or info level
+_STATEMENTS = (ERROR_STATEMENT, "failed-word")
+_DIGITS = re.compile(r"\d+")
+
+
+def _statement_key(match) -> tuple:
+    return match.signature.name, match.line.origin.source, _DIGITS.sub("#", match.line.text)
 
 
 @rule("nothing-failed")
