@@ -186,6 +186,8 @@ _CODE_NAME = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]{0,60}(?:\.[A-Za-z_][A-Za-z0-9_]
 _NESTED_KEY = LazyPattern(r"[A-Za-z_][A-Za-z0-9_.\-]{0,60}=[^=]")
 # the same, read in the text where an unquoted value starts (its next character a value's too)
 _NESTED_KEY_AHEAD = LazyPattern(r"[A-Za-z_][A-Za-z0-9_.\-]{0,60}=[^=\s\"'`,;&(){}\[\]]")
+# the keys from there on whose values are keys too (`b=c=d=x` from b: `b=c=`; d is read)
+_KEY_CHAIN = LazyPattern(r"(?:[A-Za-z_][A-Za-z0-9_.\-]{0,60}=(?=[A-Za-z_][A-Za-z0-9_.\-]{0,60}=[^=\s\"'`,;&(){}\[\]])){0,100000}")
 
 
 # A key and its separator: the token right before `=`, `:`, `=>` or `:=` (in quotes or not). Which
@@ -215,12 +217,15 @@ class KeyValueRule:
     def apply(self, text: str) -> str:
         if "=" not in text and ":" not in text:
             return text  # no key without a separator
-        pieces, position = [], 0
+        pieces, position, chained = [], 0, 0
         for match in _KEY_SEPARATOR.finditer(text):
-            if match.start() < position or not self.names.names_secret(match.group("key")):
-                continue  # inside a value already masked, or not a secret's key
+            if match.start() < max(position, chained) or not self.names.names_secret(match.group("key")):
+                continue  # inside a value already masked, in a chain of keys, or not a secret's key
             if _NESTED_KEY_AHEAD.match(text, match.end()):
-                continue  # `password=token=x`: the value is a key of its own, read next (not the value first: 2 KB per key)
+                # `password=token=x`: the value is a key of its own, read next (not the value
+                # first: 2 KB per key); so is each key of `a=b=c=...=x` whose next is one too
+                chained = _KEY_CHAIN.match(text, match.end()).end()
+                continue
             value = _VALUE.match(text, match.end())
             if value is None:
                 continue
