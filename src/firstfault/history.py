@@ -6,6 +6,7 @@ rather than guessed at.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -29,7 +30,20 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX diagnosis_created ON diagnosis (created DESC);
     """,
+    # 2: one entry per distinct diagnosis, seen N times; its fingerprint (class + masked first-
+    # fault line) to say when a failure was seen before; the hosts it started on; who recorded it
+    """
+    ALTER TABLE diagnosis ADD COLUMN fingerprint TEXT;
+    ALTER TABLE diagnosis ADD COLUMN digest TEXT;
+    ALTER TABLE diagnosis ADD COLUMN seen INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE diagnosis ADD COLUMN last_seen REAL;
+    ALTER TABLE diagnosis ADD COLUMN hosts TEXT NOT NULL DEFAULT '';
+    ALTER TABLE diagnosis ADD COLUMN origin TEXT NOT NULL DEFAULT 'web';
+    CREATE INDEX diagnosis_fingerprint ON diagnosis (fingerprint);
+    CREATE INDEX diagnosis_digest ON diagnosis (digest);
+    """,
 )
+ORIGINS = ("cli", "web", "watch", "run", "editor")
 
 
 def default_path() -> Path:
@@ -51,9 +65,44 @@ class Record:
     status: str
     failure_id: str | None
     document: dict
+    seen: int = 1
+    last_seen: float | None = None
+    hosts: tuple[str, ...] = ()
+    origin: str = "web"
+    fingerprint: str | None = None
 
     def summary(self) -> dict:
-        return {"id": self.id, "created": self.created, "title": self.title, "status": self.status, "failure_id": self.failure_id}
+        return {"id": self.id, "created": self.created, "title": self.title, "status": self.status,
+                "failure_id": self.failure_id, "seen": self.seen, "last_seen": self.last_seen or self.created,
+                "hosts": list(self.hosts), "origin": self.origin}
+
+
+@dataclass(frozen=True)
+class Recurrence:
+    """Earlier diagnoses with the same fingerprint: how many times, since when, on which hosts."""
+
+    times: int
+    first_seen: float
+    hosts: dict  # host -> times
+
+    def sentence(self, now_counting: bool = True) -> str:
+        """`3rd time since 2026-11-28, twice on gpu-b07` (this one counted when `now_counting`)."""
+        count = self.times + (1 if now_counting else 0)
+        since = time.strftime("%Y-%m-%d", time.gmtime(self.first_seen))
+        text = f"{_ordinal(count)} time since {since}" if now_counting else f"seen {_times(count)} since {since}"
+        if self.hosts:
+            host, times = max(self.hosts.items(), key=lambda item: (item[1], item[0]))
+            text += f", {_times(times)} on {host}"
+        return text
+
+
+def _ordinal(number: int) -> str:
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
+def _times(number: int) -> str:
+    return {1: "once", 2: "twice"}.get(number, f"{number} times")
 
 
 class HistoryError(FirstfaultError):
@@ -102,31 +151,85 @@ class History:
     def version(self) -> int:
         return self._db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
 
-    def add(self, document: dict, title: str) -> int:
-        """Store a masked diagnosis document (the contract); return its id."""
+    def add(self, document: dict, title: str, origin: str = "web") -> int:
+        """Store a masked diagnosis document (the contract); return its id. The same document
+        again (identical logs diagnosed again) is the same entry, seen once more."""
+        from .fleet.fingerprint import contract_fingerprint
+
         primary = document.get("primary") or {}
+        text = json.dumps(_stored(document), ensure_ascii=False, sort_keys=True)
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        now = time.time()
         with self._lock:
+            known = self._db.execute("SELECT id FROM diagnosis WHERE digest = ?", (digest,)).fetchone()
+            if known:
+                self._db.execute("UPDATE diagnosis SET seen = seen + 1, last_seen = ? WHERE id = ?", (now, known[0]))
+                return int(known[0])
             cursor = self._db.execute(
-                "INSERT INTO diagnosis (created, title, status, failure_id, document) VALUES (?, ?, ?, ?, ?)",
-                (time.time(), title[:200], document.get("status", "unknown"), primary.get("failure_id"),
-                 json.dumps(document, ensure_ascii=False, sort_keys=True)),
+                "INSERT INTO diagnosis (created, title, status, failure_id, document, fingerprint, digest, last_seen, hosts, origin)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (now, title[:200], document.get("status", "unknown"), primary.get("failure_id"), text,
+                 contract_fingerprint(document)[0], digest, now, ",".join(_started_on(document)), origin),
             )
             return int(cursor.lastrowid)
 
-    def list(self, limit: int = 200) -> list[Record]:
+    def recurrence(self, document: dict, before: int | None = None) -> Recurrence | None:
+        """Earlier diagnoses of the same failure (same fingerprint) than entry `before` (or all)."""
+        from .fleet.fingerprint import contract_fingerprint
+
+        fingerprint = contract_fingerprint(document)[0]
+        if fingerprint is None:
+            return None
         with self._lock:
             rows = self._db.execute(
-                "SELECT id, created, title, status, failure_id, document FROM diagnosis ORDER BY id DESC LIMIT ?", (limit,)
+                f"SELECT {_COLUMNS} FROM diagnosis WHERE fingerprint = ? AND id != ?", (fingerprint, before or 0)
             ).fetchall()
+        records = [self._record(row) for row in rows]
+        if not records:
+            return None
+        hosts: dict = {}
+        for record in records:
+            for host in record.hosts:
+                hosts[host] = hosts.get(host, 0) + record.seen
+        return Recurrence(sum(record.seen for record in records), min(record.created for record in records), hosts)
+
+    def list(self, limit: int = 200) -> list[Record]:
+        return self.search(limit=limit)
+
+    def search(self, text: str = "", since: float | None = None, host: str = "", failure_class: str = "",
+               limit: int = 200) -> list[Record]:
+        """Newest first: entries whose title or document holds `text`, seen since `since`, that
+        started on `host`, of class `failure_class` (each optional)."""
+        clauses, values = [], []
+        if text:
+            clauses.append("(title LIKE ? ESCAPE '\\' OR document LIKE ? ESCAPE '\\')")
+            pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            values += [pattern, pattern]
+        if since is not None:
+            clauses.append("COALESCE(last_seen, created) >= ?")
+            values.append(since)
+        if host:
+            clauses.append("(',' || hosts || ',') LIKE ? ESCAPE '\\'")
+            values.append("%," + host.replace("%", "\\%").replace("_", "\\_") + ",%")
+        if failure_class:
+            clauses.append("failure_id = ?")
+            values.append(failure_class)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_COLUMNS} FROM diagnosis {where} ORDER BY id DESC LIMIT ?",
+                                    (*values, limit)).fetchall()
         return [self._record(row) for row in rows]
+
+    def last(self) -> Record | None:
+        with self._lock:
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM diagnosis ORDER BY COALESCE(last_seen, created) DESC, id DESC LIMIT 1").fetchone()
+        return self._record(row) if row else None
 
     def get(self, record_id: int) -> Record | None:
         if not _storable(record_id):
             return None
         with self._lock:
-            row = self._db.execute(
-                "SELECT id, created, title, status, failure_id, document FROM diagnosis WHERE id = ?", (record_id,)
-            ).fetchone()
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM diagnosis WHERE id = ?", (record_id,)).fetchone()
         return self._record(row) if row else None
 
     def delete(self, record_id: int) -> bool:
@@ -136,13 +239,40 @@ class History:
             cursor = self._db.execute("DELETE FROM diagnosis WHERE id = ?", (record_id,))
         return cursor.rowcount > 0
 
+    def forget(self, record_id: int) -> bool:
+        """Delete an entry and rewrite the file, so that none of its bytes stay on disk."""
+        deleted = self.delete(record_id)
+        if deleted:
+            with self._lock:
+                self._db.execute("VACUUM")
+        return deleted
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
     @staticmethod
     def _record(row) -> Record:
-        return Record(id=row[0], created=row[1], title=row[2], status=row[3], failure_id=row[4], document=json.loads(row[5]))
+        return Record(id=row[0], created=row[1], title=row[2], status=row[3], failure_id=row[4], document=json.loads(row[5]),
+                      seen=row[6] or 1, last_seen=row[7], hosts=tuple(filter(None, (row[8] or "").split(","))),
+                      origin=row[9] or "web", fingerprint=row[10])
+
+
+_COLUMNS = "id, created, title, status, failure_id, document, seen, last_seen, hosts, origin, fingerprint"
+
+
+def _stored(document: dict) -> dict:
+    """What identifies a diagnosis: the document without what this run adds about the history."""
+    return {key: value for key, value in document.items() if key != "history"}
+
+
+def _started_on(document: dict) -> list[str]:
+    """The host the failure started on, else the hosts the logs name."""
+    primary = document.get("primary") or {}
+    initiating = primary.get("initiating") or document.get("initiating") or {}
+    if initiating.get("host"):
+        return [initiating["host"]]
+    return [str(host) for host in (document.get("inputs") or {}).get("hosts") or []][:20]
 
 
 def _storable(record_id: int) -> bool:

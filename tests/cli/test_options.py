@@ -51,8 +51,10 @@ def test_every_format_option_offers_the_same_choices():
     assert set(seen) >= {"diagnose", "explain", "list", "search", "compare", "kb check", "eval", "lab list", "lab run",
                          "watch", "run"}
     streaming = {"watch", "run"}  # alerts as they happen: terminal lines or JSON lines
-    assert {name: choices for name, choices in seen.items() if name not in streaming} == \
-        {name: FORMATS for name in seen if name not in streaming}
+    tables = {"fleet sql"}  # a query's rows: also CSV
+    assert {name: choices for name, choices in seen.items() if name not in streaming | tables} == \
+        {name: FORMATS for name in seen if name not in streaming | tables}
+    assert seen["fleet sql"] == (*FORMATS, "csv")
     assert all(seen[name] == STREAM_FORMATS for name in streaming)
 
 

@@ -135,3 +135,21 @@ def test_two_users_runs_of_one_name_stay_two_jobs(tmp_path):
     _, rows = run_query(table, "SELECT job_path, job_key FROM jobs ORDER BY job_key")
     assert len(rows) == 2 and rows[0][0] == rows[1][0] and rows[0][1] != rows[1][1]
     assert rows[0][0].endswith("home/<user>/run1")
+
+
+def test_the_history_the_cli_keeps_holds_none(tmp_path):
+    """`diagnose --save` stores the masked contract: the database file holds no planted secret."""
+    from firstfault.history import History
+    from firstfault.render.contract import to_contract
+
+    history = History(tmp_path / "history.sqlite3")
+    for name, planted, _ in PLANTED:
+        diagnosis = diagnose_texts([("home/alice/rank1.log", f"{FAULT} ({planted})\n")], kb=KB)
+        history.add(to_contract(diagnosis), name, origin="cli")
+    history.close()
+    stored = b"".join(path.read_bytes() for path in tmp_path.iterdir())
+    assert b"device-side assert" in stored
+    for name, _, secret in PLANTED:
+        if name != "home-path":
+            assert secret.encode() not in stored, name
+    assert b"/home/alice" not in stored

@@ -366,3 +366,25 @@ def test_the_slow_client_timeout_is_the_one_the_readme_states():
     stated = float(re.search(r"`--client-timeout` seconds \(default (\d+)\)", readme).group(1))
     limits = Limits()
     assert limits.head_timeout == stated and limits.body_idle_timeout == stated
+
+
+def test_ask_a_past_diagnosis_through_the_api(tmp_path):
+    """GET /api/history/{id}/ask?q=...: the answer and the lines it cites, from the stored diagnosis."""
+    from fastapi.testclient import TestClient
+
+    from firstfault.web.app import create_app
+
+    from .helpers import combined_console
+
+    client = TestClient(create_app(db_path=tmp_path / "h.sqlite3"))
+    saved = client.post("/api/diagnose?save=true", content=combined_console().encode(), headers={"content-type": "text/plain"})
+    record = saved.headers["location"]
+    reply = client.get(f"{record}/ask", params={"q": "why not rank 0?"})
+    assert reply.status_code == 200
+    body = reply.json()
+    assert body["intent"] == "why-not-rank" and "Rank 0's errors are collateral" in body["answer"][0]
+    assert any(item["source"] == "pasted.log" for item in body["evidence"])
+    page = client.get(record.replace("/api", "") + "/ask", params={"q": "why not rank 0?"}, headers={"accept": "text/html"})
+    assert page.status_code == 200 and "Rank 0&#39;s errors are collateral" in page.text
+    assert client.get(f"{record}/ask", params={"q": ""}).status_code == 422
+    assert client.get("/api/history/999/ask", params={"q": "why"}).status_code == 404

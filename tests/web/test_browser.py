@@ -240,3 +240,23 @@ def test_api_page(page, server):
     page.goto(server + "/api")
     assert page.locator("code", has_text="/api/diagnose").count() >= 1
     shot(page, "10-api")
+
+
+def test_ask_a_follow_up_from_the_result_page(page, server):
+    """Under a result, each collateral rank has its "Why not rank N?": it opens an answer that
+    names the rule and cites the first fault's line; the question box asks anything else."""
+    page.goto(server + "/")
+    page.fill("#text", combined_console())
+    page.click("#diagnose-button")
+    page.wait_for_url(re.compile(r"/history/\d+$"))
+    assert page.locator("#ask").is_visible()
+    page.click("#ask-why-not-rank-0")
+    page.wait_for_url(re.compile(r"/history/\d+/ask\?q=why\+not\+rank\+0$"))
+    answer = page.inner_text("#answer")
+    assert "Rank 0's errors are collateral" in answer and "rank 1" in answer and "rule" in answer
+    assert "pasted.log:" in answer  # the cited lines
+    shot(page, "10-ask-why-not-rank-0")
+    page.fill("#answer input[name=q]", "is it safe to restart?")
+    page.click("#answer button[type=submit]")
+    page.wait_for_url(re.compile(r"/ask\?q=is\+it\+safe"))
+    assert "restart" in page.inner_text("#answer").lower()

@@ -52,12 +52,20 @@ def test_unopenable_path_is_a_known_error(tmp_path):
 
 def test_concurrent_writers_are_serialised(tmp_path):
     history = History(tmp_path / "h.sqlite3")
-    threads = [threading.Thread(target=lambda: [history.add(DOCUMENT, "t") for _ in range(20)]) for _ in range(4)]
+
+    def write(writer: int) -> None:
+        for index in range(20):
+            history.add({**DOCUMENT, "inputs": {"files": [f"w{writer}-{index}.log"]}}, "t")
+            history.add(DOCUMENT, "the same every time")
+
+    threads = [threading.Thread(target=write, args=(writer,)) for writer in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
-    assert len(history.list(limit=1000)) == 80
+    records = history.list(limit=1000)
+    assert len(records) == 81
+    assert [record.seen for record in records if record.title == "the same every time"] == [80]
 
 
 def test_deleted_rows_leave_no_bytes(tmp_path):

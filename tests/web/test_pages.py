@@ -123,9 +123,13 @@ def test_comparison_page(client):
     assert client.get("/compare/nothing-here", headers=HTML).status_code == 404
 
 
-def test_history_list_and_delete(client, fake_pipeline):
+def test_history_list_and_delete(client, fake_pipeline, app):
     client.post("/diagnose", data={"text": "x"}, headers=HTML)
-    client.post("/diagnose", data={"text": "y"}, headers=HTML)
+    client.post("/diagnose", data={"text": "y"}, headers=HTML)  # the same diagnosis: one entry, seen twice
+    listing = client.get("/history", headers=HTML).text
+    assert 'id="history-1"' in listing and 'id="history-2"' not in listing and 'id="seen-1"' in listing
+    assert "seen 2 times" in listing
+    app.state.history.add({"schema": "firstfault.diagnosis/1", "status": "healthy", "primary": None}, "another")
     listing = client.get("/history", headers=HTML).text
     assert 'id="history-1"' in listing and 'id="history-2"' in listing
     response = client.post("/history/1/delete", headers=HTML, follow_redirects=False)

@@ -74,7 +74,8 @@ def test_planted_secret_goes_nowhere(tmp_path, spy_tempfiles):
         responses.append(client.post("/api/diagnose", files={"files": ("x.zip", b"PK\x03\x04" + PLANTED.encode())}))
 
     assert [r.status_code for r in responses[:7]] == [200] * 7, [(r.status_code, r.text[-600:]) for r in responses[:7] if r.status_code != 200]
-    assert len(client.app.state.history.list()) == 5
+    records = client.app.state.history.list()
+    assert sum(record.seen for record in records) == 5  # identical diagnoses are one entry, seen again
     first = responses[0]
     assert first.status_code == 200 and "CUDA out of memory" in first.text  # the redirect was followed to the result
     assert "Tried to allocate 2.00 GiB" in first.text and "HF_TOKEN=" in first.text  # the evidence line is there, masked

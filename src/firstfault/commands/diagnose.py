@@ -18,21 +18,52 @@ def register(subparsers) -> None:
     add_output_options(parser, FORMATS)
     parser.add_argument("--mask-hosts", action=argparse.BooleanOptionalAction, default=None,
                         help="replace host names and IPs by stable pseudonyms (default: off, or the configuration's)")
+    parser.add_argument("--save", action="store_true",
+                        help="keep the (masked) diagnosis in the history and say when this failure was seen before "
+                             "(firstfault history, firstfault ask)")
+    parser.add_argument("--db", metavar="PATH", help="the history database for --save (default: history.sqlite3 in "
+                                                     "the user data directory)")
     parser.set_defaults(func=run)
 
 
-def render(diagnosis, kb, output_format: str, color: bool = False) -> str:
+def render(diagnosis, kb, output_format: str, color: bool = False, history: dict | None = None) -> str:
+    """The report; `history`: what --save recorded (its id, and the failure's earlier sightings)."""
     if output_format == "json":
         from ..render.contract import render as render_json
 
-        return render_json(diagnosis)
+        return render_json(diagnosis, {"history": history} if history else None)
     if output_format == "markdown":
         from ..render.markdown import render as render_markdown
 
-        return render_markdown(diagnosis, kb)
+        report = render_markdown(diagnosis, kb)
+        return report + (f"\n**History:** {history_sentence(history)}\n" if history else "")
     from ..render.terminal import TerminalReport
 
-    return TerminalReport(kb, color=color).render(diagnosis)
+    report = TerminalReport(kb, color=color).render(diagnosis)
+    return report + (f"History: {history_sentence(history)}\n" if history else "")
+
+
+def save(diagnosis, kb, db: str | None) -> dict:
+    """Record the diagnosis in the history; what the report says of it."""
+    from ..render.contract import to_contract
+    from ..web.report import title_of
+    from .history import open_history
+
+    contract = to_contract(diagnosis)
+    history = open_history(db)
+    earlier = history.recurrence(contract)
+    entry = history.add(contract, title_of(contract, kb), origin="cli")
+    seen = None
+    if earlier is not None:
+        seen = {"times": earlier.times, "first_seen": earlier.first_seen, "hosts": earlier.hosts,
+                "sentence": earlier.sentence(now_counting=True)}
+    return {"id": entry, "database": history.path, "seen_before": seen}
+
+
+def history_sentence(history: dict) -> str:
+    seen = history.get("seen_before")
+    said = seen["sentence"] if seen else "the first time this failure is seen"
+    return f"{said} (saved as #{history['id']}: firstfault history show {history['id']}; firstfault ask {history['id']} \"why\")"
 
 
 def exit_status(diagnosis) -> int:
@@ -65,5 +96,6 @@ def run(args) -> int:
         print(f"firstfault: skipped {printable(item.source)}: {printable(item.reason)}", file=sys.stderr)
     for item in diagnosis.inputs.read_notes:
         print(f"firstfault: note: {printable(item.source)}: {printable(item.reason)}", file=sys.stderr)
-    sys.stdout.write(render(diagnosis, kb, args.format, use_color(args.color, sys.stdout)))
+    history = save(diagnosis, kb, args.db) if args.save or args.db else None
+    sys.stdout.write(render(diagnosis, kb, args.format, use_color(args.color, sys.stdout), history))
     return exit_status(diagnosis)

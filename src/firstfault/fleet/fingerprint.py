@@ -49,3 +49,26 @@ def fingerprint(failure_class: str, line: str, hosts: tuple[str, ...] | list[str
     text = normalise(line, hosts)
     digest = hashlib.sha1(f"{failure_class}\n{text}".encode("utf-8", "replace")).hexdigest()[:16]
     return digest, text
+
+
+def contract_fingerprint(contract: dict) -> tuple[str | None, str | None]:
+    """The fingerprint of a diagnosis (its JSON contract): the first fault's class and line, or
+    for an unexplained failure its first error line; (None, None) for a healthy run."""
+    hosts = list((contract.get("inputs") or {}).get("hosts") or [])
+    primary = contract.get("primary")
+    if primary:
+        line = initiating_text(primary, primary.get("initiating") or {})
+        return fingerprint(primary.get("failure_id") or "", line, hosts) if line else (None, None)
+    first_error = (contract.get("error_lines") or [None])[0]
+    if contract.get("status") == "unknown" and first_error:
+        return fingerprint("unknown", first_error.get("text") or "", hosts)
+    return None, None
+
+
+def initiating_text(primary: dict, initiating: dict) -> str:
+    """The text of the first-fault line among the primary finding's evidence."""
+    evidence = primary.get("evidence") or []
+    for item in evidence:
+        if item.get("source") == initiating.get("source") and item.get("line") == initiating.get("line"):
+            return item.get("text") or ""
+    return (evidence[0].get("text") or "") if evidence else ""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import FirstfaultError
-from .fingerprint import fingerprint
+from .fingerprint import contract_fingerprint
 from .jobs import JobRef
 
 _kb = None
@@ -92,12 +92,10 @@ def contract_fields(contract: dict) -> dict:
         # when the job ran, by its logs' own times, failed or healthy alike (None: they carry none)
         "log_time": _seconds(inputs.get("last_time")),
     }
+    digest, text = contract_fingerprint(contract)
     if primary:
         initiating = primary.get("initiating") or {}
-        line = _initiating_text(primary, initiating)
-        failure_id = primary.get("failure_id")
-        digest, text = fingerprint(failure_id, line, hosts) if line else (None, None)
-        return {**fields, "failure_id": failure_id, "entry_id": primary.get("entry_id"),
+        return {**fields, "failure_id": primary.get("failure_id"), "entry_id": primary.get("entry_id"),
                 "confidence": primary.get("confidence"), "summary": primary.get("summary"),
                 "initiating_rank": initiating.get("rank"), "initiating_host": initiating.get("host"),
                 "first_fault_time": _seconds(initiating.get("time")),
@@ -105,19 +103,10 @@ def contract_fields(contract: dict) -> dict:
                 "fingerprint": digest, "fingerprint_text": text}
     first_error = (contract.get("error_lines") or [None])[0]
     if contract.get("status") == "unknown" and first_error:
-        digest, text = fingerprint("unknown", first_error.get("text") or "", hosts)
         return {**fields, "summary": first_error.get("text"), "first_fault_time": _seconds(first_error.get("time")),
                 "evidence_source": first_error.get("source"), "evidence_line": first_error.get("line"),
                 "fingerprint": digest, "fingerprint_text": text}
     return fields
-
-
-def _initiating_text(primary: dict, initiating: dict) -> str:
-    evidence = primary.get("evidence") or []
-    for item in evidence:
-        if item.get("source") == initiating.get("source") and item.get("line") == initiating.get("line"):
-            return item.get("text") or ""
-    return (evidence[0].get("text") or "") if evidence else ""
 
 
 def _seconds(iso: str | None) -> float | None:

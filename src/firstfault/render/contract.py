@@ -137,5 +137,6 @@ def _place(initiating) -> dict:
     }
 
 
-def render(diagnosis: Diagnosis) -> str:
-    return json.dumps(to_contract(diagnosis), indent=2, ensure_ascii=False) + "\n"
+def render(diagnosis: Diagnosis, extra: dict | None = None) -> str:
+    """The contract as JSON; `extra`: documented fields a command adds (`history`)."""
+    return json.dumps({**to_contract(diagnosis), **(extra or {})}, indent=2, ensure_ascii=False) + "\n"

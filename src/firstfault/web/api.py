@@ -123,6 +123,18 @@ def api_history_item(request: Request, record_id: int):
     return {**record.summary(), "diagnosis": document}
 
 
+@router.get("/api/history/{record_id}/ask", tags=["history"], responses=NOT_FOUND,
+            summary="A follow-up question on a past diagnosis (why not rank 0?), answered from its evidence")
+def api_history_ask(request: Request, record_id: int, q: str = Query(..., min_length=1, max_length=300)):
+    from .pages_history import ask_record
+
+    history = _history(request)
+    record = history.get(record_id)
+    if record is None:
+        raise InputRejected(404, "not_found", f"no diagnosis {record_id} in the history")
+    return ask_record(request, history, record, q).to_dict(q)
+
+
 @router.delete("/api/history/{record_id}", tags=["history"], responses=NOT_FOUND, summary="Delete one past diagnosis", status_code=204)
 def api_history_delete(request: Request, record_id: int):
     if not _history(request).delete(record_id):

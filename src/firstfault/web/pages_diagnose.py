@@ -49,7 +49,8 @@ def fix_sections(kb, document: dict):
     return entry, sections
 
 
-def result_page(request: Request, document: dict, record_id: int | None, created: float | None = None):
+def result_page(request: Request, document: dict, record_id: int | None, created: float | None = None,
+                seen_before: str = ""):
     from ..model import Skipped
     from ..render.diagnosis_text import ACTION_TEXT, expected_empty
 
@@ -61,4 +62,4 @@ def result_page(request: Request, document: dict, record_id: int | None, created
     return render(request, "result.html", page="diagnose", doc=document, entry=entry, sections=sections,
                   titles=titles, record_id=record_id, created=created, labels=labels_of(document),
                   timeline_caption=caption_of(document), skipped=skipped, expected_empty=len(items) - len(skipped),
-                  action_texts=ACTION_TEXT)
+                  action_texts=ACTION_TEXT, seen_before=seen_before)

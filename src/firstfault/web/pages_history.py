@@ -1,7 +1,7 @@
-"""History pages: the list of past diagnoses, one diagnosis, delete."""
+"""History pages: the list of past diagnoses, one diagnosis (and questions on it), delete."""
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse
 
 from .app import render
@@ -27,10 +27,36 @@ def history_list(request: Request):
 
 @router.get("/history/{record_id}")
 def history_item(request: Request, record_id: int):
-    record = _history(request).get(record_id)
+    history = _history(request)
+    record = _record(history, record_id)
+    earlier = history.recurrence(record.document, before=record.id)
+    seen = earlier.sentence(now_counting=True) if earlier is not None else ""
+    return result_page(request, record.document, record_id=record.id, created=record.created, seen_before=seen)
+
+
+@router.get("/history/{record_id}/ask")
+def history_ask(request: Request, record_id: int, q: str = Query("", max_length=300)):
+    """A follow-up question on a past diagnosis, answered from it (firstfault.ask)."""
+    history = _history(request)
+    record = _record(history, record_id)
+    reply = ask_record(request, history, record, q)
+    return render(request, "ask.html", page="history", question=q or "(no question)", reply=reply,
+                  record_id=record.id, title=record.title)
+
+
+def ask_record(request: Request, history, record, question: str):
+    from ..ask import answer, intent_of
+
+    hosts = tuple((record.document.get("inputs") or {}).get("hosts") or ())
+    return answer(intent_of(question, hosts), record.document, request.app.state.kb,
+                  history.recurrence(record.document, before=record.id))
+
+
+def _record(history, record_id: int):
+    record = history.get(record_id)
     if record is None:
         raise InputRejected(404, "not_found", f"no diagnosis {record_id} in the history", "it may have been deleted")
-    return result_page(request, record.document, record_id=record.id, created=record.created)
+    return record
 
 
 @router.post("/history/{record_id}/delete")

@@ -1,0 +1,92 @@
+"""Follow-up questions on corpus cases, the answers checked against the cases' labels: "why not
+rank C" on a collateral rank C names the rule and cites the line where the labelled first rank
+failed; "what did rank N do last" cites rank N's own last line; "why not <the collateral class>"
+calls it collateral. Only cases the engine gets right count (an answer explains the diagnosis)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from firstfault.ask import answer, intent_of
+from firstfault.kb import load_knowledge_base
+from firstfault.pipeline import diagnose_paths
+from firstfault.render.contract import to_contract
+
+KB = load_knowledge_base()
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def labelled_cases() -> list[tuple[Path, dict]]:
+    cases = []
+    for corpus in ("dev", "real"):
+        for case in sorted((FIXTURES / corpus).iterdir()):
+            if not (case / "case.yaml").is_file():
+                continue
+            expect = yaml.safe_load((case / "case.yaml").read_text())["expect"]
+            if expect.get("initiating_rank") is not None and expect.get("collateral_ranks"):
+                cases.append((case, expect))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def answered() -> list[tuple[str, dict, dict]]:
+    """(case, labels, contract) of the cases whose first rank the engine finds."""
+    kept = []
+    for case, expect in labelled_cases():
+        contract = to_contract(diagnose_paths([str(case / "logs")], kb=KB))
+        where = (contract.get("primary") or {}).get("initiating") or {}
+        if where.get("rank") == expect["initiating_rank"]:
+            kept.append((case.name, expect, contract))
+    return kept
+
+
+def test_enough_cases(answered):
+    assert len(answered) >= 15
+
+
+def test_why_not_a_collateral_rank_cites_the_first_fault(answered):
+    for name, expect, contract in answered:
+        first = contract["primary"]["initiating"]
+        for rank in expect["collateral_ranks"][:2]:
+            if rank == expect["initiating_rank"]:
+                continue
+            reply = answer(intent_of(f"why not rank {rank}?"), contract, KB)
+            text = " ".join(reply.lines)
+            assert f"rank {expect['initiating_rank']}" in text, (name, text)
+            assert (first["source"], first["line"]) in {(item["source"], item["line"]) for item in reply.evidence}, name
+            assert "rule `" in text, (name, text)  # which rule decided
+
+
+def test_what_a_rank_did_last_cites_its_own_line(answered):
+    checked = 0
+    for name, expect, contract in answered:
+        for row in contract.get("ranks") or []:
+            if row.get("ended_line") is None:
+                continue
+            reply = answer(intent_of(f"what did rank {row['rank']} do last"), contract, KB)
+            assert reply.lines[0].startswith(f"Rank {row['rank']}"), (name, reply.lines)
+            assert (row["ended_line"]["source"], row["ended_line"]["line"]) in {
+                (item["source"], item["line"]) for item in reply.evidence}, name
+            checked += 1
+            break
+    assert checked >= 10
+
+
+def test_why_not_the_loud_collateral_calls_it_a_consequence(answered):
+    checked = 0
+    for name, _, contract in answered:
+        for item in contract.get("collateral") or []:
+            words = item["failure_id"].replace("-", " ")
+            reply = answer(intent_of(f"why not the {words}?"), contract, KB)
+            assert "collateral" in reply.lines[0] and "after the first fault" in reply.lines[1], (name, reply.lines)
+            checked += 1
+            break
+    assert checked >= 10
+
+
+def test_a_rank_the_logs_do_not_show_is_said_so(answered):
+    _, _, contract = answered[0]
+    reply = answer(intent_of("what did rank 4096 do last"), contract, KB)
+    assert "nothing of rank 4096" in reply.lines[0]
