@@ -32,7 +32,7 @@ COMMAND_MODULES = {
     "fleet": ("fleet",),
     "lsp": ("lsp",),
     "completion": ("completion",),
-    "history": ("history", "ask"),
+    "history": ("history", "ask", "why"),
 }
 
 EXIT_OK, EXIT_FAILURE_FOUND, EXIT_TOOL_ERROR = 0, 1, 2

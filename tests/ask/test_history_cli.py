@@ -76,3 +76,12 @@ def test_without_history_nothing_is_written_and_ask_says_how(tmp_path):
     assert "History:" not in plain.stdout
     empty = firstfault("ask", "why", "--db", tmp_path / "none.sqlite3")
     assert empty.returncode == 2 and "no entry last" in empty.stderr and "Traceback" not in empty.stderr
+
+
+def test_why_a_rank_is_ask_why_rank():
+    collateral = firstfault("why", "0", EXAMPLE)
+    assert collateral.returncode == 0 and "Rank 0's errors are collateral" in collateral.stdout
+    first = firstfault("why", "2", EXAMPLE)
+    assert "It is rank 2: the first fault is there." in first.stdout
+    host = firstfault("why", "gpu-node-99", EXAMPLE)
+    assert "No rank the logs show ran on gpu-node-99 (hosts seen: gpu-node-03)" in host.stdout

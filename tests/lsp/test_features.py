@@ -138,3 +138,19 @@ async def test_bad_requests_answer_one_line_errors(lsp, tmp_path):
     # the server is still there
     contract = await _command(lsp, "firstfault.diagnoseText", TERMINAL)
     assert contract["status"] == "failure"
+
+
+async def test_why_not_this_rank_on_a_collateral_line(lsp, run_folder):
+    """A collateral mark offers "Why not rank N?": the answer names the rule and cites the first
+    fault's line, returned to the client and shown as a message."""
+    folder = await _opened(lsp, run_folder)
+    [collateral] = diagnostics_of(lsp, folder / "rank2.log")
+    actions = await _actions(lsp, folder / "rank2.log", collateral.range.start.line)
+    [why] = [action for action in actions if action.title.startswith("Why not rank 2?")]
+    result = await _command(lsp, why.command.command, *why.command.arguments)
+    assert result["intent"] == "why-not-rank" and result["answer"][0].startswith("Rank 2's errors are collateral")
+    assert any(item["source"].endswith("rank1.log") and item["line"] == 16 for item in result["evidence"])
+    await wait_for(lambda: any("Rank 2's errors are collateral" in message.message for message in lsp.messages),
+                   "the answer shown")
+    with pytest.raises(JsonRpcException):
+        await _command(lsp, "firstfault.ask", "")

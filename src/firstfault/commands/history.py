@@ -3,6 +3,7 @@
     firstfault history [--since DATE] [--host H] [--class C]   # newest first
     firstfault history show N|last | search TEXT | forget N
     firstfault ask [N|last|LOGS...] "why not rank 0"
+    firstfault why RANK|HOST [N|last|LOGS...]
 
 The history is the SQLite file the web app uses (masked diagnoses, never logs); `firstfault
 diagnose --save` records into it. `ask` answers from a diagnosis in the history, or from logs
@@ -43,6 +44,15 @@ def register(subparsers) -> None:
     add_db_option(ask)
     add_output_options(ask, FORMATS)
     ask.set_defaults(func=run_ask)
+
+    why = subparsers.add_parser("why", help="why the first fault is (or is not) on this rank or host",
+                                description="`firstfault why 5` is `firstfault ask \"why rank 5\"`; "
+                                            "`firstfault why gpu-b07` asks of a host.")
+    why.add_argument("subject", metavar="RANK|HOST")
+    why.add_argument("target", nargs="*", metavar="N|last|LOGS", help="the entry or the logs (default: last)")
+    add_db_option(why)
+    add_output_options(why, FORMATS)
+    why.set_defaults(func=run_why)
 
 
 def add_db_option(parser) -> None:
@@ -170,3 +180,10 @@ def run_ask(args) -> int:
                                       for item in reply.evidence]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def run_why(args) -> int:
+    subject = args.subject
+    question = f"why rank {subject}" if subject.isdigit() else f"why not host {subject}"
+    args.words = [*args.target, question]
+    return run_ask(args)

@@ -2,13 +2,14 @@
 
 Notifications: didOpen diagnoses the document's job, didClose forgets it with its last document.
 Requests: hover on a marked line, code actions ("Explain this failure", "Copy the verification
-command", "Diagnose this folder again") and the commands of COMMANDS, which clients call with
+command", "Why not rank N?" on a collateral line, "Diagnose this folder again") and the commands of COMMANDS, which clients call with
 `workspace/executeCommand`:
 
     firstfault.diagnoseFolder  PATH-OR-URI [{"showReport": true}]   -> the diagnosis contract
     firstfault.diagnoseText    TEXT [{"name": "...", "maskHosts": false, "showReport": true}] -> the contract
     firstfault.explain         ENTRY-ID [JOB-FOLDER]  -> {"entry", "title", "markdown", "uri"}
     firstfault.copyVerification ENTRY-ID [JOB-FOLDER] -> {"entry", "check", "command"}
+    firstfault.ask             QUESTION JOB-FOLDER   -> {"question", "intent", "answer", "evidence"}
 
 A report or an entry is also shown with `window/showDocument` (a Markdown file) when the client
 can show documents. Bad arguments and unreadable input answer an error of one line and a hint.
@@ -39,7 +40,8 @@ DIAGNOSE_FOLDER = "firstfault.diagnoseFolder"
 DIAGNOSE_TEXT = "firstfault.diagnoseText"
 EXPLAIN = "firstfault.explain"
 COPY_VERIFICATION = "firstfault.copyVerification"
-COMMANDS = (DIAGNOSE_FOLDER, DIAGNOSE_TEXT, EXPLAIN, COPY_VERIFICATION)
+ASK = "firstfault.ask"
+COMMANDS = (DIAGNOSE_FOLDER, DIAGNOSE_TEXT, EXPLAIN, COPY_VERIFICATION, ASK)
 TEXT_NAME = "selection.log"
 MAX_TEXT_CHARACTERS = 256 * 1024 * 1024
 
@@ -139,6 +141,23 @@ def build_server() -> FirstfaultServer:
             await ls.window_show_document_async(types.ShowDocumentParams(uri=path.as_uri(), take_focus=True))
         return {"entry": entry.id, "title": entry.title, "markdown": path.read_text(encoding="utf-8"), "uri": path.as_uri()}
 
+    @server.command(ASK)
+    def ask(ls: FirstfaultServer, *arguments) -> dict:
+        from ..ask import answer, intent_of
+
+        if not arguments or not isinstance(arguments[0], str) or not arguments[0].strip():
+            raise RequestError("no question given", "e.g. \"why not rank 0\"")
+        question = arguments[0][:300]
+        folder = arguments[1] if len(arguments) > 1 and isinstance(arguments[1], str) else None
+        diagnosis = next((open_job.job.diagnosis for open_job in ls.jobs.values()
+                          if open_job.job.diagnosis is not None and (folder is None or str(open_job.job.folder) == folder)), None)
+        if diagnosis is None:
+            raise RequestError("no diagnosis of that folder is open", "open a log of the run first")
+        contract = to_contract(diagnosis)
+        reply = answer(intent_of(question, tuple(contract["inputs"]["hosts"])), contract, ls.kb, history_on=False)
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=" ".join(reply.lines)[:2000]))
+        return reply.to_dict(question)
+
     @server.command(COPY_VERIFICATION)
     def copy_verification(ls: FirstfaultServer, *arguments) -> dict:
         entry, values = _entry_and_values(ls, arguments)
@@ -176,6 +195,8 @@ def _code_actions(ls: FirstfaultServer, params: types.CodeActionParams) -> list[
                 FIRST_FAULT, SAME_FAILURE, COLLATERAL) else marker.entry_id
             if marker.kind == COLLATERAL and marker.entry_id:
                 offer(f"Explain this line: {title_of(ls.kb, marker.entry_id)} (collateral)", EXPLAIN, marker.entry_id)
+                if marker.rank is not None:
+                    offer(f"Why not rank {marker.rank}? (the first fault is elsewhere)", ASK, f"why not rank {marker.rank}")
             if not explained:
                 continue
             offer(f"Explain this failure: {title_of(ls.kb, explained)}", EXPLAIN, explained)
