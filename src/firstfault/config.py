@@ -8,6 +8,7 @@ the command line win over the file. Every key (docs/configuration.md):
     format = "markdown"                     # default --format of the commands that offer it
     color = "never"                         # default --color: auto, always, never
     mask-hosts = true                       # default of --mask-hosts (diagnose, watch, run)
+    save = true                             # default of --save: keep diagnoses in the history (diagnose, watch, run)
     signature-folders = ["ops/firstfault"]  # folders of your own entries, added to the built-in ones
 
 An unknown key, or a value of the wrong kind, is an error naming the file and line.
@@ -34,6 +35,7 @@ class Config:
     color: str | None = None
     mask_hosts: bool | None = None
     signature_folders: tuple[Path, ...] = field(default=())
+    save: bool | None = None
 
 
 def _checked_format(value, where: str) -> str:
@@ -48,9 +50,9 @@ def _checked_color(value, where: str) -> str:
     return value
 
 
-def _checked_bool(value, where: str) -> bool:
+def _checked_bool(value, where: str, key: str = "mask-hosts") -> bool:
     if not isinstance(value, bool):
-        raise UsageError(f"{where}: mask-hosts must be true or false, not {value!r}", "e.g. mask-hosts = true")
+        raise UsageError(f"{where}: {key} must be true or false, not {value!r}", f"e.g. {key} = true")
     return value
 
 
@@ -61,7 +63,7 @@ def _checked_folders(value, where: str) -> list:
 
 
 KEYS = {"format": _checked_format, "color": _checked_color, "mask-hosts": _checked_bool,
-        "signature-folders": _checked_folders}
+        "signature-folders": _checked_folders, "save": lambda value, where: _checked_bool(value, where, "save")}
 
 
 def find_config_file(start: Path | None = None) -> tuple[Path, bool] | None:
@@ -105,7 +107,7 @@ def load_config(start: Path | None = None) -> Config:
             line = _key_line(text, "signature-folders", header)
             raise UsageError(f"{path}:{line}: signature folder {item!r} is not a folder ({folder})",
                              "paths are relative to the configuration file")
-    return Config(path, values.get("format"), values.get("color"), values.get("mask-hosts"), folders)
+    return Config(path, values.get("format"), values.get("color"), values.get("mask-hosts"), folders, values.get("save"))
 
 
 def _read(path: Path) -> str:

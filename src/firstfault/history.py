@@ -42,6 +42,12 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX diagnosis_fingerprint ON diagnosis (fingerprint);
     CREATE INDEX diagnosis_digest ON diagnosis (digest);
     """,
+    # 3: which job a diagnosis is of (the folder its logs share), to compare with the job's last
+    # healthy run
+    """
+    ALTER TABLE diagnosis ADD COLUMN job TEXT NOT NULL DEFAULT '';
+    CREATE INDEX diagnosis_job ON diagnosis (job);
+    """,
 )
 ORIGINS = ("cli", "web", "watch", "run", "editor")
 
@@ -166,10 +172,10 @@ class History:
                 self._db.execute("UPDATE diagnosis SET seen = seen + 1, last_seen = ? WHERE id = ?", (now, known[0]))
                 return int(known[0])
             cursor = self._db.execute(
-                "INSERT INTO diagnosis (created, title, status, failure_id, document, fingerprint, digest, last_seen, hosts, origin)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO diagnosis (created, title, status, failure_id, document, fingerprint, digest, last_seen, hosts, origin,"
+                " job) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (now, title[:200], document.get("status", "unknown"), primary.get("failure_id"), text,
-                 contract_fingerprint(document)[0], digest, now, ",".join(_started_on(document)), origin),
+                 contract_fingerprint(document)[0], digest, now, ",".join(_started_on(document)), origin, job_of(document)),
             )
             return int(cursor.lastrowid)
 
@@ -220,6 +226,17 @@ class History:
                                     (*values, limit)).fetchall()
         return [self._record(row) for row in rows]
 
+    def last_healthy(self, document: dict, before: int | None = None) -> Record | None:
+        """The latest healthy diagnosis of the same job (the folder its logs share), other than `before`."""
+        job = job_of(document)
+        if not job:
+            return None
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_COLUMNS} FROM diagnosis WHERE job = ? AND status = 'healthy' AND id != ?"
+                " ORDER BY COALESCE(last_seen, created) DESC LIMIT 1", (job, before or 0)).fetchone()
+        return self._record(row) if row else None
+
     def last(self) -> Record | None:
         with self._lock:
             row = self._db.execute(f"SELECT {_COLUMNS} FROM diagnosis ORDER BY COALESCE(last_seen, created) DESC, id DESC LIMIT 1").fetchone()
@@ -264,6 +281,16 @@ _COLUMNS = "id, created, title, status, failure_id, document, seen, last_seen, h
 def _stored(document: dict) -> dict:
     """What identifies a diagnosis: the document without what this run adds about the history."""
     return {key: value for key, value in document.items() if key != "history"}
+
+
+def job_of(document: dict) -> str:
+    """The job a diagnosis is of: the folder its input files share ('' when they share none)."""
+    files = [str(name) for name in (document.get("inputs") or {}).get("files") or []]
+    if not files:
+        return ""
+    folders = [name.replace("\\", "/").rsplit("/", 1)[0] if "/" in name.replace("\\", "/") else "" for name in files]
+    common = os.path.commonprefix(folders)
+    return common.rsplit("/", 1)[0] if common and not all(folder == common for folder in folders) else common
 
 
 def _started_on(document: dict) -> list[str]:

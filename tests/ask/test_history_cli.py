@@ -85,3 +85,27 @@ def test_why_a_rank_is_ask_why_rank():
     assert "It is rank 2: the first fault is there." in first.stdout
     host = firstfault("why", "gpu-node-99", EXAMPLE)
     assert "No rank the logs show ran on gpu-node-99 (hosts seen: gpu-node-03)" in host.stdout
+
+
+def test_what_changed_since_the_jobs_last_healthy_run(tmp_path):
+    """The same job folder, healthy once, then failing with other ranks and without the trainer:
+    `ask` lists what the two diagnoses record differently."""
+    job = tmp_path / "runs" / "exp1"
+    job.mkdir(parents=True)
+    steps = "".join(f"[rank{rank}]: 2026-03-01 10:00:{step:02d},000 INFO step {step} loss 2.{step:02d}\n"
+                    for step in range(30) for rank in range(2))
+    (job / "train.log").write_text("torchrun --nproc_per_node 2 train.py\n" + steps + "[rank0]: Training completed. Do not forget to share your model\n"
+                                   "{'train_runtime': 30.1, 'train_samples_per_second': 10.0, 'epoch': 1.0}\n")
+    db = tmp_path / "h.sqlite3"
+    healthy = firstfault("diagnose", job, "--save", "--db", db, "--format", "json")
+    assert json.loads(healthy.stdout)["status"] == "healthy"
+    (job / "train.log").write_text("torchrun --nproc_per_node 4 train.py\n" + steps.replace("[rank1]", "[rank3]")
+                                   + "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    failed = firstfault("diagnose", job, "--save", "--db", db)
+    assert failed.returncode == 1
+    changed = firstfault("ask", "last", "what changed since the last healthy run?", "--db", db)
+    assert "ranks: 0-1 in the healthy run, 0,3 now." in changed.stdout
+    assert "stack: HF Trainer, torchrun in the healthy run, torchrun now." in changed.stdout
+    assert "not kept in a diagnosis" in changed.stdout
+    other = firstfault("ask", "1", "what changed since the last healthy run?", "--db", db)
+    assert "No healthy run of this job" in other.stdout  # the healthy run itself has none before it

@@ -33,3 +33,9 @@ ROWS = [
 def test_each_question_form_reads_as_its_intent(question, kind, rank, host):
     intent = intent_of(question, known_hosts=("gpu-b07", "node018"))
     assert (intent.kind, intent.rank, intent.host) == (kind, rank, host)
+
+
+def test_what_changed_reads_as_its_intent():
+    for question in ("what changed since the last healthy run?", "how is this different from the last good run",
+                     "compare with last week"):
+        assert intent_of(question).kind == intents.CHANGED, question

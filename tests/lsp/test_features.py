@@ -154,3 +154,29 @@ async def test_why_not_this_rank_on_a_collateral_line(lsp, run_folder):
                    "the answer shown")
     with pytest.raises(JsonRpcException):
         await _command(lsp, "firstfault.ask", "")
+
+
+async def test_with_save_history_the_editor_records_and_says_seen_before(tmp_path, cache_home, run_folder):
+    """saveHistory: each diagnosis goes into the history (origin editor); the same failure
+    diagnosed again (here, once from the command line first) is said to be seen before."""
+    import subprocess
+    import sys
+
+    from firstfault.history import History
+
+    from .conftest import start_client
+
+    folder = run_folder("exc-two-ranks-plain-ws4")
+    db = tmp_path / "history.sqlite3"
+    subprocess.run([sys.executable, "-m", "firstfault", "diagnose", str(folder), "--save", "--db", str(db)],
+                   capture_output=True, timeout=120)
+    client = await start_client(tmp_path, cache_home, {"saveHistory": True, "historyDatabase": str(db)})
+    try:
+        open_file(client, folder / "rank1.log")
+        await wait_for(lambda: any("2nd time since" in message.message for message in client.messages),
+                       "the seen-before message")
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+    [record] = History(db).list()
+    assert record.seen == 2

@@ -32,6 +32,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       jobMaxFiles: settings.get<number>("jobMaxFiles", 512),
       jobMaxBytes: settings.get<number>("jobMaxMegabytes", 2048) * 1024 * 1024,
       jobMaxDepth: settings.get<number>("jobMaxDepth", 4),
+      saveHistory: settings.get<boolean>("saveHistory", false),
     },
     middleware: {
       window: {

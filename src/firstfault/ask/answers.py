@@ -21,9 +21,41 @@ class Answer:
         return {"question": question, "intent": self.intent, "answer": list(self.lines), "evidence": list(self.evidence)}
 
 
-def answer(intent: asked.Intent, contract: dict, kb=None, recurrence=None, history_on: bool = True) -> Answer:
+def answer(intent: asked.Intent, contract: dict, kb=None, recurrence=None, history_on: bool = True,
+           baseline: dict | None = None) -> Answer:
+    """`recurrence`: the history's earlier sightings of this failure; `baseline`: the diagnosis of
+    the job's last healthy run in the history (for `what changed`)."""
+    if intent.kind == asked.CHANGED:
+        return _changed(contract, baseline, history_on)
     handler = _HANDLERS.get(intent.kind, _unknown)
     return handler(intent, contract, kb, recurrence, history_on)
+
+
+def _changed(contract: dict, baseline: dict | None, history_on: bool) -> Answer:
+    if not history_on:
+        return Answer(asked.CHANGED, ("The history is off: diagnose with --save to compare with the job's last healthy run.",))
+    if baseline is None:
+        return Answer(asked.CHANGED, ("No healthy run of this job (the folder its logs share) is in the history to compare with.",))
+    lines = []
+    for label, now, then in _facts(contract, baseline):
+        if now != then:
+            lines.append(f"{label}: {then} in the healthy run, {now} now.")
+    if not lines:
+        lines.append("Nothing the diagnoses record differs: same world size, hosts, ranks, stack and files.")
+    lines.append("(Library versions and environment variables are not kept in a diagnosis: compare them in the logs.)")
+    return Answer(asked.CHANGED, tuple(lines))
+
+
+def _facts(contract: dict, baseline: dict) -> list[tuple[str, str, str]]:
+    def of(document: dict) -> dict:
+        inputs = document.get("inputs") or {}
+        return {"world size": str(document.get("world_size") if document.get("world_size") is not None else "not declared"),
+                "hosts": ", ".join(sorted(map(str, inputs.get("hosts") or []))) or "none named",
+                "ranks": _ranks(inputs.get("ranks")),
+                "stack": ", ".join(sorted(item.get("name", "") for item in document.get("stack") or [])) or "none detected",
+                "files": str(len(inputs.get("files") or [])), "lines": str(inputs.get("lines"))}
+    now, then = of(contract), of(baseline)
+    return [(label, now[label], then[label]) for label in now]
 
 
 # -- the pieces of a diagnosis an answer quotes -------------------------------------------------------

@@ -15,6 +15,7 @@ WHY_NOT_RANK, WHY_RANK, RANK_LAST = "why-not-rank", "why-rank", "rank-last"
 WHY_NOT_HOST, HOST_LAST = "why-not-host", "host-last"
 WHY_NOT_CLASS, WHY, ALTERNATIVES = "why-not-class", "why", "alternatives"
 SEEN_BEFORE, RESTART, UNKNOWN = "seen-before", "restart", "unknown"
+CHANGED = "changed"
 
 SUPPORTED = (
     ("why not rank N", "why the first fault is not on rank N: which rule decided, what rank N's lines are"),
@@ -24,6 +25,7 @@ SUPPORTED = (
     ("why not the nccl timeout (or any collateral class)", "why a loud error is only a consequence"),
     ("what else could it be", "the look-alike entries and the check that tells them apart"),
     ("has this happened before", "the same failure in the history: how often, since when, on which hosts"),
+    ("what changed since the last healthy run", "world size, hosts, ranks, stack and files against the job's last healthy diagnosis in the history"),
     ("is it safe to restart / what do I run", "restart or fix first, and the command to verify the fix"),
 )
 
@@ -31,6 +33,7 @@ _RANK = re.compile(r"\b(?:rank|worker|process|proc|gpu)\s*#?\s*(\d{1,6})\b", re.
 _HOST = re.compile(r"\b(?:host|node|machine)\s+([A-Za-z][\w.-]*\d[\w.-]*|[A-Za-z][\w.-]{1,62})", re.I)
 _NOT = re.compile(r"\bnot\b|n't\b|\binstead of\b|\brather than\b|\bblam(?:e[ds]?|ing)\b", re.I)
 _LAST = re.compile(r"\b(?:last|did|doing|do|end(?:ed)?|stop(?:ped)?|lines?|show|state|happen(?:ed)? (?:to|on))\b", re.I)
+_CHANGED = re.compile(r"\b(?:chang\w*|differ\w*|last (?:good|healthy|successful|working) run|compared?|versus|vs\.?)\b", re.I)
 _BEFORE = re.compile(r"\b(?:before|again|previous(?:ly)?|recur\w*|how often|seen|history|first time|times)\b", re.I)
 _RESTART = re.compile(r"\b(?:restart\w*|re-?run|resume|retry|safe|what (?:do|should) i run|requeue)\b", re.I)
 _ALTERNATIVES = re.compile(r"\b(?:else|alternatives?|other (?:cause|explanation|entr)\w*|look-?alikes?|could it be|instead|tell (?:them|it) apart)\b", re.I)
@@ -61,6 +64,8 @@ def intent_of(question: str, known_hosts: tuple[str, ...] = ()) -> Intent:
         if _WHY.search(text) and negated:
             return Intent(WHY_NOT_HOST, host=host)
         return Intent(HOST_LAST, host=host)
+    if _CHANGED.search(text):
+        return Intent(CHANGED)
     if _BEFORE.search(text):
         return Intent(SEEN_BEFORE)
     if _RESTART.search(text):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .options import FORMATS, add_output_options, knowledge_base, use_color
+from .options import FORMATS, add_history_options, add_output_options, knowledge_base, use_color
 
 
 def register(subparsers) -> None:
@@ -18,11 +18,7 @@ def register(subparsers) -> None:
     add_output_options(parser, FORMATS)
     parser.add_argument("--mask-hosts", action=argparse.BooleanOptionalAction, default=None,
                         help="replace host names and IPs by stable pseudonyms (default: off, or the configuration's)")
-    parser.add_argument("--save", action="store_true",
-                        help="keep the (masked) diagnosis in the history and say when this failure was seen before "
-                             "(firstfault history, firstfault ask)")
-    parser.add_argument("--db", metavar="PATH", help="the history database for --save (default: history.sqlite3 in "
-                                                     "the user data directory)")
+    add_history_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -43,7 +39,7 @@ def render(diagnosis, kb, output_format: str, color: bool = False, history: dict
     return report + (f"History: {history_sentence(history)}\n" if history else "")
 
 
-def save(diagnosis, kb, db: str | None) -> dict:
+def save(diagnosis, kb, db: str | None, origin: str = "cli") -> dict:
     """Record the diagnosis in the history; what the report says of it."""
     from ..render.contract import to_contract
     from ..web.report import title_of
@@ -52,7 +48,7 @@ def save(diagnosis, kb, db: str | None) -> dict:
     contract = to_contract(diagnosis)
     history = open_history(db)
     earlier = history.recurrence(contract)
-    entry = history.add(contract, title_of(contract, kb), origin="cli")
+    entry = history.add(contract, title_of(contract, kb), origin=origin)
     seen = None
     if earlier is not None:
         seen = {"times": earlier.times, "first_seen": earlier.first_seen, "hosts": earlier.hosts,
@@ -96,6 +92,6 @@ def run(args) -> int:
         print(f"firstfault: skipped {printable(item.source)}: {printable(item.reason)}", file=sys.stderr)
     for item in diagnosis.inputs.read_notes:
         print(f"firstfault: note: {printable(item.source)}: {printable(item.reason)}", file=sys.stderr)
-    history = save(diagnosis, kb, args.db) if args.save or args.db else None
+    history = save(diagnosis, kb, args.db) if args.save else None
     sys.stdout.write(render(diagnosis, kb, args.format, use_color(args.color, sys.stdout), history))
     return exit_status(diagnosis)

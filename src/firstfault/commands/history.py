@@ -151,12 +151,14 @@ def run_ask(args) -> int:
 
     *target, question = args.words
     kb = knowledge_base(args)
-    history, recurrence, history_on = None, None, True
+    history, recurrence, history_on, baseline = None, None, True, None
     if not target or (len(target) == 1 and (target[0] == "last" or target[0].isdigit())):
         history = open_history(args.db)
         record = _record(history, target[0] if target else "last")
         contract = record.document
         recurrence = history.recurrence(contract, before=record.id)
+        healthy = history.last_healthy(contract, before=record.id)
+        baseline = healthy.document if healthy is not None else None
         where = f"#{record.id} ({record.title})"
     else:
         from ..pipeline import diagnose_paths
@@ -165,10 +167,13 @@ def run_ask(args) -> int:
         contract = to_contract(diagnose_paths(target, kb=kb))
         history_on = args.db is not None
         if history_on:
-            recurrence = open_history(args.db).recurrence(contract)
+            history = open_history(args.db)
+            recurrence = history.recurrence(contract)
+            healthy = history.last_healthy(contract)
+            baseline = healthy.document if healthy is not None else None
         where = " ".join(target)
     hosts = tuple((contract.get("inputs") or {}).get("hosts") or ())
-    reply = answer(intent_of(question, hosts), contract, kb, recurrence, history_on)
+    reply = answer(intent_of(question, hosts), contract, kb, recurrence, history_on, baseline)
     if args.format == "json":
         sys.stdout.write(json.dumps({**reply.to_dict(question), "diagnosis": where}, indent=2, ensure_ascii=False) + "\n")
         return 0

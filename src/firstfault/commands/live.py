@@ -9,7 +9,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from .options import STREAM_FORMATS, add_output_options, knowledge_base, use_color
+from .options import STREAM_FORMATS, add_history_options, add_output_options, knowledge_base, use_color
 
 
 def register(subparsers) -> None:
@@ -41,6 +41,7 @@ def register(subparsers) -> None:
 
 def _add_alert_options(parser) -> None:
     add_output_options(parser, STREAM_FORMATS, output=False)  # json = JSON lines (firstfault.alert/1)
+    add_history_options(parser)
     parser.add_argument("--webhook", action="append", default=[], metavar="URL",
                         help="POST each alert as JSON (with a Slack-compatible `text`); may be repeated")
     parser.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on /metrics")
@@ -153,7 +154,18 @@ def run_watch(args) -> int:
             signal.signal(signum, handler)
         finish(follower, engine, sink)
         sink.close()
+    _save(args, kb, engine, "watch")
     return 1 if any(alert.kind in ("failure", "hang") for alert in engine.alerts) else 0
+
+
+def _save(args, kb, engine, origin: str) -> None:
+    """With --save: the final diagnosis into the history, and when it was seen before."""
+    diagnosis = engine.current_diagnosis() if args.save else None
+    if diagnosis is None:
+        return
+    from .diagnose import history_sentence, save
+
+    print(f"firstfault: history: {history_sentence(save(diagnosis, kb, args.db, origin))}", file=sys.stderr)
 
 
 def run_command(args) -> int:
@@ -199,6 +211,7 @@ def run_command(args) -> int:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         sink.close()
+    _save(args, kb, engine, "run")
     diagnosis = engine.current_diagnosis()
     if diagnosis is not None:
         if _json_lines(args):

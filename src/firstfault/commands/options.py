@@ -10,6 +10,8 @@ configuration file (firstfault.config), then from the command's own default.
 """
 from __future__ import annotations
 
+import argparse
+
 import os
 import sys
 
@@ -44,6 +46,8 @@ def resolve(args, config: Config) -> None:
         args.color = config.color or "auto"
     if hasattr(args, "mask_hosts") and args.mask_hosts is None:
         args.mask_hosts = bool(config.mask_hosts)
+    if hasattr(args, "save") and args.save is None:
+        args.save = bool(config.save)
     args.signature_folders = config.signature_folders
 
 
@@ -55,6 +59,15 @@ def use_color(choice: str | None, stream) -> bool:
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+
+
+def add_history_options(parser) -> None:
+    """--save / --no-save and --db, on the commands that diagnose (diagnose, watch, run)."""
+    parser.add_argument("--save", action=argparse.BooleanOptionalAction, default=None,
+                        help="keep the (masked) diagnosis in the history and say when this failure was seen before "
+                             "(firstfault history, firstfault ask; default: off, or the configuration's `save`)")
+    parser.add_argument("--db", metavar="PATH", help="the history database for --save (default: history.sqlite3 in "
+                                                     "the user data directory)")
 
 
 def knowledge_base(args):

@@ -47,6 +47,8 @@ class Settings:
     settle_seconds: float = 0.5  # how long a changed job must stay quiet before it is read again
     clipboard: bool = False  # the client copies verification commands itself (else they are shown)
     limits: ScopeLimits = field(default_factory=ScopeLimits)  # how much one opened log brings with it
+    save_history: bool = False  # keep each new diagnosis in the history (firstfault history, ask)
+    history_database: str | None = None  # that database (default: the user data directory's)
 
     @classmethod
     def from_options(cls, options) -> "Settings":
@@ -61,6 +63,9 @@ class Settings:
         if isinstance(settle, (int, float)) and 0.05 <= settle <= 60:
             settings.settle_seconds = float(settle)
         settings.clipboard = options.get("clipboard") is True
+        settings.save_history = options.get("saveHistory") is True
+        if isinstance(options.get("historyDatabase"), str) and options["historyDatabase"].strip():
+            settings.history_database = options["historyDatabase"]
         bounds = {name: options.get(key) for name, key in (("max_files", "jobMaxFiles"), ("max_bytes", "jobMaxBytes"),
                                                              ("max_depth", "jobMaxDepth"))}
         settings.limits = ScopeLimits(**{name: value for name, value in bounds.items()
@@ -214,6 +219,8 @@ class FirstfaultServer(LanguageServer):
             self._publish(entry)
             if entry.job.diagnosis is not None:
                 self._log(_summary(entry.job))
+                if self.settings.save_history:
+                    await self._save(entry)
                 if entry.job.scope.left_out:
                     self._tell(entry, _what_was_read(entry.job), types.MessageType.Info)
             return entry.job.diagnosis
@@ -269,6 +276,23 @@ class FirstfaultServer(LanguageServer):
         for marker in markers:
             publication.markers.setdefault((uri_of(marker.source), marker.line - 1), []).append(marker)
         return publication
+
+    async def _save(self, entry: OpenJob) -> None:
+        """Keep the diagnosis in the history; say when the same failure was seen before."""
+        from ..commands.diagnose import history_sentence, save
+        from ..errors import FirstfaultError
+
+        loop = asyncio.get_running_loop()
+        try:
+            saved = await loop.run_in_executor(self.pool, save, entry.job.diagnosis, self.kb,
+                                               self.settings.history_database, "editor")
+        except FirstfaultError as exc:
+            self._tell(entry, f"firstfault: the history cannot be written: {exc.message}", types.MessageType.Warning)
+            return
+        if saved.get("seen_before"):
+            self._tell(entry, f"firstfault: {history_sentence(saved)}", types.MessageType.Info)
+        else:
+            self._log(f"saved in the history as #{saved['id']}")
 
     def _publish(self, entry: OpenJob) -> None:
         publication, job = entry.publication, entry.job

@@ -48,8 +48,9 @@ def ask_record(request: Request, history, record, question: str):
     from ..ask import answer, intent_of
 
     hosts = tuple((record.document.get("inputs") or {}).get("hosts") or ())
+    healthy = history.last_healthy(record.document, before=record.id)
     return answer(intent_of(question, hosts), record.document, request.app.state.kb,
-                  history.recurrence(record.document, before=record.id))
+                  history.recurrence(record.document, before=record.id), baseline=healthy.document if healthy else None)
 
 
 def _record(history, record_id: int):
