@@ -48,6 +48,18 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE diagnosis ADD COLUMN job TEXT NOT NULL DEFAULT '';
     CREATE INDEX diagnosis_job ON diagnosis (job);
     """,
+    # 4: a team server (web/auth.py): whose each diagnosis is; API tokens (scrypt hashes, never
+    # the tokens), the sessions they sign in, and the audit log of who did what
+    """
+    ALTER TABLE diagnosis ADD COLUMN team TEXT NOT NULL DEFAULT '';
+    CREATE INDEX diagnosis_team ON diagnosis (team);
+    CREATE TABLE tokens (name TEXT PRIMARY KEY, lookup TEXT NOT NULL UNIQUE, team TEXT NOT NULL,
+                         admin INTEGER NOT NULL, salt BLOB NOT NULL, hash BLOB NOT NULL,
+                         created REAL NOT NULL, revoked REAL);
+    CREATE TABLE sessions (id TEXT PRIMARY KEY, name TEXT NOT NULL, expires REAL NOT NULL);
+    CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, who TEXT NOT NULL,
+                        team TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL DEFAULT '');
+    """,
 )
 ORIGINS = ("cli", "web", "watch", "run", "editor")
 
@@ -157,7 +169,7 @@ class History:
     def version(self) -> int:
         return self._db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
 
-    def add(self, document: dict, title: str, origin: str = "web") -> int:
+    def add(self, document: dict, title: str, origin: str = "web", team: str = "") -> int:
         """Store a masked diagnosis document (the contract); return its id. The same document
         again (identical logs diagnosed again) is the same entry, seen once more."""
         from .fleet.fingerprint import contract_fingerprint
@@ -167,19 +179,20 @@ class History:
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         now = time.time()
         with self._lock:
-            known = self._db.execute("SELECT id FROM diagnosis WHERE digest = ?", (digest,)).fetchone()
+            known = self._db.execute("SELECT id FROM diagnosis WHERE digest = ? AND team = ?", (digest, team)).fetchone()
             if known:
                 self._db.execute("UPDATE diagnosis SET seen = seen + 1, last_seen = ? WHERE id = ?", (now, known[0]))
                 return int(known[0])
             cursor = self._db.execute(
                 "INSERT INTO diagnosis (created, title, status, failure_id, document, fingerprint, digest, last_seen, hosts, origin,"
-                " job) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " job, team) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (now, title[:200], document.get("status", "unknown"), primary.get("failure_id"), text,
-                 contract_fingerprint(document)[0], digest, now, ",".join(_started_on(document)), origin, job_of(document)),
+                 contract_fingerprint(document)[0], digest, now, ",".join(_started_on(document)), origin, job_of(document),
+                 team),
             )
             return int(cursor.lastrowid)
 
-    def recurrence(self, document: dict, before: int | None = None) -> Recurrence | None:
+    def recurrence(self, document: dict, before: int | None = None, team: str | None = None) -> Recurrence | None:
         """Earlier diagnoses of the same failure (same fingerprint) than entry `before` (or all)."""
         from .fleet.fingerprint import contract_fingerprint
 
@@ -188,7 +201,7 @@ class History:
             return None
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM diagnosis WHERE fingerprint = ? AND id != ?", (fingerprint, before or 0)
+                f"SELECT {_COLUMNS} FROM diagnosis WHERE fingerprint = ? AND id != ?{_TEAM}", (fingerprint, before or 0, *_of(team))
             ).fetchall()
         records = [self._record(row) for row in rows]
         if not records:
@@ -199,11 +212,11 @@ class History:
                 hosts[host] = hosts.get(host, 0) + record.seen
         return Recurrence(sum(record.seen for record in records), min(record.created for record in records), hosts)
 
-    def list(self, limit: int = 200) -> list[Record]:
-        return self.search(limit=limit)
+    def list(self, limit: int = 200, team: str | None = None) -> list[Record]:
+        return self.search(limit=limit, team=team)
 
     def search(self, text: str = "", since: float | None = None, host: str = "", failure_class: str = "",
-               limit: int = 200) -> list[Record]:
+               limit: int = 200, team: str | None = None) -> list[Record]:
         """Newest first: entries whose title or document holds `text`, seen since `since`, that
         started on `host`, of class `failure_class` (each optional)."""
         clauses, values = [], []
@@ -220,45 +233,55 @@ class History:
         if failure_class:
             clauses.append("failure_id = ?")
             values.append(failure_class)
+        if team is not None:
+            clauses.append("team = ?")
+            values.append(team)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         with self._lock:
             rows = self._db.execute(f"SELECT {_COLUMNS} FROM diagnosis {where} ORDER BY id DESC LIMIT ?",
                                     (*values, limit)).fetchall()
         return [self._record(row) for row in rows]
 
-    def last_healthy(self, document: dict, before: int | None = None) -> Record | None:
+    def last_healthy(self, document: dict, before: int | None = None, team: str | None = None) -> Record | None:
         """The latest healthy diagnosis of the same job (the folder its logs share), other than `before`."""
         job = job_of(document)
         if not job:
             return None
         with self._lock:
             row = self._db.execute(
-                f"SELECT {_COLUMNS} FROM diagnosis WHERE job = ? AND status = 'healthy' AND id != ?"
-                " ORDER BY COALESCE(last_seen, created) DESC LIMIT 1", (job, before or 0)).fetchone()
+                f"SELECT {_COLUMNS} FROM diagnosis WHERE job = ? AND status = 'healthy' AND id != ?{_TEAM}"
+                " ORDER BY COALESCE(last_seen, created) DESC LIMIT 1", (job, before or 0, *_of(team))).fetchone()
         return self._record(row) if row else None
 
-    def last(self) -> Record | None:
+    def last(self, team: str | None = None) -> Record | None:
         with self._lock:
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM diagnosis ORDER BY COALESCE(last_seen, created) DESC, id DESC LIMIT 1").fetchone()
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM diagnosis WHERE 1 = 1{_TEAM} "
+                                   "ORDER BY COALESCE(last_seen, created) DESC, id DESC LIMIT 1", _of(team)).fetchone()
         return self._record(row) if row else None
 
-    def get(self, record_id: int) -> Record | None:
+    def get(self, record_id: int, team: str | None = None) -> Record | None:
+        """Entry `record_id`; with `team`, only if it is that team's (None: any team's)."""
         if not _storable(record_id):
             return None
         with self._lock:
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM diagnosis WHERE id = ?", (record_id,)).fetchone()
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM diagnosis WHERE id = ?{_TEAM}", (record_id, *_of(team))).fetchone()
         return self._record(row) if row else None
 
-    def delete(self, record_id: int) -> bool:
+    def delete(self, record_id: int, team: str | None = None) -> bool:
         if not _storable(record_id):
             return False
         with self._lock:
-            cursor = self._db.execute("DELETE FROM diagnosis WHERE id = ?", (record_id,))
+            cursor = self._db.execute(f"DELETE FROM diagnosis WHERE id = ?{_TEAM}", (record_id, *_of(team)))
         return cursor.rowcount > 0
 
-    def forget(self, record_id: int) -> bool:
+    def execute(self, statement: str, values: tuple = ()):
+        """One statement under the writer's lock (web/auth.py keeps its tables here)."""
+        with self._lock:
+            return self._db.execute(statement, values)
+
+    def forget(self, record_id: int, team: str | None = None) -> bool:
         """Delete an entry and rewrite the file, so that none of its bytes stay on disk."""
-        deleted = self.delete(record_id)
+        deleted = self.delete(record_id, team)
         if deleted:
             with self._lock:
                 self._db.execute("VACUUM")
@@ -276,6 +299,11 @@ class History:
 
 
 _COLUMNS = "id, created, title, status, failure_id, document, seen, last_seen, hosts, origin, fingerprint"
+_TEAM = " AND (? IS NULL OR team = ?)"  # every query of entries: one team's (a value), or all (None)
+
+
+def _of(team: str | None) -> tuple:
+    return team, team
 
 
 def _stored(document: dict) -> dict:

@@ -39,11 +39,20 @@ def test_default_db_in_the_user_data_dir(captured_run, tmp_path, monkeypatch):
     assert captured_run[0][0].state.history.path == str(tmp_path / "firstfault" / "history.sqlite3")
 
 
-def test_all_interfaces_warn_about_no_authentication(captured_run, capsys):
-    assert cli.main(["serve", "--host", "0.0.0.0", "--no-history"]) == 0
+def test_all_interfaces_need_tokens_or_an_explicit_insecure_flag(captured_run, capsys, tmp_path):
+    assert cli.main(["serve", "--host", "0.0.0.0", "--no-history"]) == 2
     err = capsys.readouterr().err
-    assert "warning" in err and "no authentication" in err
-    assert captured_run[0][0].state.history is None
+    assert err.startswith("firstfault: error: refusing to serve on 0.0.0.0 without authentication")
+    assert "firstfault serve tokens add NAME --team TEAM" in err and not captured_run
+    assert cli.main(["serve", "--host", "0.0.0.0", "--db", str(tmp_path / "h.sqlite3")]) == 2  # a database, no token
+    assert cli.main(["serve", "--host", "0.0.0.0", "--no-history", "--insecure-no-auth"]) == 0
+    err = capsys.readouterr().err
+    assert "warning" in err and "without authentication (--insecure-no-auth)" in err
+    assert captured_run[0][0].state.history is None and captured_run[0][0].state.sign_in is False
+    assert cli.main(["serve", "tokens", "add", "ci", "--team", "vision", "--db", str(tmp_path / "h.sqlite3")]) == 0
+    assert capsys.readouterr().out.startswith("ff1.")
+    assert cli.main(["serve", "--host", "0.0.0.0", "--db", str(tmp_path / "h.sqlite3")]) == 0
+    assert captured_run[-1][0].state.sign_in is True
 
 
 def test_missing_web_extra(monkeypatch, capsys):
@@ -91,7 +100,7 @@ def test_on_every_address_only_the_served_names_are_answered(tmp_path):
     port = free_port()
     log = open(tmp_path / "serve.log", "wb")
     process = subprocess.Popen([sys.executable, "-m", "firstfault.cli", "serve", "--host", "0.0.0.0", "--port", str(port),
-                                "--db", str(tmp_path / "h.sqlite3"), "--server-name", "TrainBox.corp.lan"],
+                                "--db", str(tmp_path / "h.sqlite3"), "--server-name", "TrainBox.corp.lan", "--insecure-no-auth"],
                                stdout=log, stderr=subprocess.STDOUT)
 
     def status(host: str, path: str = "/api/history", method: str = "GET") -> int:

@@ -45,7 +45,8 @@ def server(tmp_path_factory):
     with open(log, "wb") as errors:
         process = subprocess.Popen(
             [sys.executable, "-m", "firstfault.cli", "serve", "--host", "0.0.0.0", "--port", str(port), "--no-history",
-             "--client-timeout", str(CLIENT_TIMEOUT), "--server-name", address], stdout=subprocess.DEVNULL, stderr=errors)
+             "--client-timeout", str(CLIENT_TIMEOUT), "--server-name", address, "--insecure-no-auth"],
+            stdout=subprocess.DEVNULL, stderr=errors)
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -235,7 +236,7 @@ def test_a_diagnosis_stops_when_its_client_goes_away():
     async def gone():
         return {"type": "http.disconnect"}
 
-    request = Request({"type": "http", "method": "POST", "path": "/api/diagnose", "headers": []}, gone)
+    request = Request({"type": "http", "method": "POST", "path": "/api/diagnose", "headers": [], "app": app}, gone)
 
     async def scenario():
         try:

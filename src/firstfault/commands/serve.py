@@ -5,6 +5,7 @@ import ipaddress
 import socket
 import sqlite3
 import sys
+from pathlib import Path
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -14,8 +15,14 @@ def register(subparsers) -> None:
         "serve",
         help="run the web interface and JSON API",
         description="Serve the web interface: diagnose pasted or uploaded logs, browse the encyclopedia, "
-        "keep a history of masked diagnoses. There is no authentication: keep it on 127.0.0.1.",
+        "keep a history of masked diagnoses. On 127.0.0.1 it answers this machine's user; on any other "
+        "address it needs API tokens (firstfault serve tokens add NAME --team TEAM): each team then sees "
+        "its own history only.",
     )
+    serve.add_argument("tokens", nargs="*", metavar="tokens add NAME | tokens list | tokens revoke NAME",
+                       help="manage the server's API tokens (in its --db) instead of serving")
+    serve.add_argument("--team", help="tokens add: the team the token belongs to")
+    serve.add_argument("--admin", action="store_true", help="tokens add: an admin sees every team's history and the audit log")
     add_server_options(serve)
     serve.set_defaults(func=run_serve)
 
@@ -28,6 +35,11 @@ def add_server_options(parser) -> None:
     parser.add_argument("--no-history", action="store_true", help="keep no history of diagnoses")
     parser.add_argument("--client-timeout", type=float, default=None, metavar="SECONDS",
                         help="close a connection whose request head, or body, stops arriving for this long (default: 10)")
+    parser.add_argument("--insecure-no-auth", action="store_true",
+                        help="serve on a non-loopback address without tokens: anyone who reaches the port reads and "
+                             "deletes every diagnosis (for a network you trust entirely)")
+    parser.add_argument("--quota-per-day", type=int, default=None, metavar="N",
+                        help="diagnoses per token in 24 hours when signing in is required (default 500)")
     parser.add_argument("--server-name", action="append", default=[], metavar="NAME",
                         help="a host name (or address) browsers reach this server by; requests for any other "
                              "name are refused (DNS rebinding). Repeatable. Default: this machine's names and "
@@ -43,8 +55,48 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def run_tokens(args) -> int:
+    """`firstfault serve tokens add NAME --team TEAM [--admin] | list | revoke NAME`."""
+    import json
+    import time
+
+    from ..errors import UsageError
+    from ..history import History, default_path
+    from ..web.auth import TokenStore
+
+    words = list(args.tokens)
+    if words[0] != "tokens" or len(words) < 2 or words[1] not in ("add", "list", "revoke"):
+        raise UsageError(f"unknown serve command {' '.join(words)!r}",
+                         "firstfault serve tokens add NAME --team TEAM | tokens list | tokens revoke NAME")
+    store = TokenStore(History(args.db or default_path()))
+    action = words[1]
+    if action == "list":
+        for item in store.list():
+            state = f"revoked {time.strftime('%Y-%m-%d', time.gmtime(item['revoked']))}" if item["revoked"] else "active"
+            print(f"{item['name']}\tteam {item['team']}\t{'admin' if item['admin'] else 'member'}\t{state}")
+        return 0
+    if len(words) != 3:
+        raise UsageError(f"tokens {action} needs a NAME", f"firstfault serve tokens {action} NAME")
+    if action == "revoke":
+        if not store.revoke(words[2]):
+            raise UsageError(f"no active token called {words[2]!r}", "firstfault serve tokens list shows them")
+        print(f"revoked {words[2]}: it is refused from its next request on", file=sys.stderr)
+        return 0
+    if not args.team:
+        raise UsageError("tokens add needs --team TEAM", "firstfault serve tokens add NAME --team TEAM [--admin]")
+    token = store.add(words[2], args.team, args.admin)
+    print(json.dumps({"name": words[2], "team": args.team, "admin": args.admin}), file=sys.stderr)
+    print(token)
+    print("firstfault: the token is shown this once (only its scrypt hash is kept); send it as "
+          "Authorization: Bearer TOKEN, or sign in with it on /signin", file=sys.stderr)
+    return 0
+
+
 def run_serve(args) -> int:
     from ..web import INSTALL_HINT, missing_requirements
+
+    if getattr(args, "tokens", None):
+        return run_tokens(args)
 
     missing = missing_requirements()
     if missing:
@@ -65,12 +117,19 @@ def run_serve(args) -> int:
     from ..web.server import run
 
     loopback = is_loopback(args.host)
+    sign_in = False
     if not loopback:
-        print(
-            f"firstfault: warning: listening on {args.host}: there is no authentication, anyone who can reach "
-            "this port can submit logs and read the history; use --host 127.0.0.1 unless you trust the network",
-            file=sys.stderr,
-        )
+        if args.insecure_no_auth:
+            print(f"firstfault: warning: listening on {args.host} without authentication (--insecure-no-auth): anyone "
+                  "who can reach this port can submit logs, and read and delete every diagnosis", file=sys.stderr)
+        elif args.no_history or not _has_tokens(args.db):
+            print(f"firstfault: error: refusing to serve on {args.host} without authentication: anyone who reaches the "
+                  "port would read and delete every diagnosis", file=sys.stderr)
+            print("hint: add a token (firstfault serve tokens add NAME --team TEAM [--db PATH]) and serve with the same "
+                  "--db; or --host 127.0.0.1; or --insecure-no-auth on a network you trust entirely", file=sys.stderr)
+            return 2
+        else:
+            sign_in = True
     refusal = cannot_listen(args.host, args.port)
     if refusal:
         print(f"firstfault: error: cannot listen on {args.host}:{args.port}: {refusal}", file=sys.stderr)
@@ -83,11 +142,11 @@ def run_serve(args) -> int:
     if not loopback:
         print(f"firstfault: answering for {', '.join(name for name in allowed if name not in LOOPBACK_HOSTS)} "
               "(others: --server-name NAME)", file=sys.stderr)
-    limits = Limits()
+    limits = Limits() if args.quota_per_day is None else Limits(diagnoses_per_day=max(1, args.quota_per_day))
     if args.client_timeout is not None:
         limits = replace(limits, head_timeout=args.client_timeout, body_idle_timeout=args.client_timeout)
     try:
-        app = create_app(db_path=db, history=not args.no_history, allowed_hosts=allowed, limits=limits)
+        app = create_app(db_path=db, history=not args.no_history, allowed_hosts=allowed, limits=limits, sign_in=sign_in)
     except (OSError, sqlite3.Error) as exc:
         print(f"firstfault: error: cannot open the history database {db}: {exc}", file=sys.stderr)
         print("hint: pass --db PATH to a writable file, or --no-history", file=sys.stderr)
@@ -101,6 +160,16 @@ def run_serve(args) -> int:
         print("hint: choose another port with --port", file=sys.stderr)
         return 2
     return 0
+
+
+def _has_tokens(db: str | None) -> bool:
+    from ..history import History, default_path
+    from ..web.auth import TokenStore
+
+    path = db or str(default_path())
+    if not Path(path).exists():
+        return False
+    return TokenStore(History(path)).active()
 
 
 def served_names(host: str, extra: list[str], loopback_names: tuple[str, ...]) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from ..render.contract import to_contract
 from ..render.entry import entry_to_dict
 from . import service
 from .app import render, search_index
+from .auth import audit
 from .ingress import submission_from_body, submission_from_form
 from .limits import InputRejected
 
@@ -54,10 +55,9 @@ DIAGNOSE_BODY = {
 
 
 def _history(request: Request):
-    history = request.app.state.history
-    if history is None:
-        raise InputRejected(404, "history_off", "the history is off on this server", "start it without --no-history")
-    return history
+    from .auth import required_history
+
+    return required_history(request)
 
 
 @router.post("/api/diagnose", tags=["diagnose"], openapi_extra=DIAGNOSE_BODY, responses=ERRORS,
@@ -78,7 +78,7 @@ async def api_diagnose(
     diagnosis, document = await service.diagnose(request.app, submission, request)
     headers = {}
     if save:
-        record_id = service.save(request.app, document)
+        record_id = service.save(request, document)
         if record_id is not None:
             headers["location"] = f"/api/history/{record_id}"
     return JSONResponse(to_contract(diagnosis), headers=headers)
@@ -119,6 +119,7 @@ def api_history_item(request: Request, record_id: int):
     record = _history(request).get(record_id)
     if record is None:
         raise InputRejected(404, "not_found", f"no diagnosis {record_id} in the history")
+    audit(request, "viewed", f"#{record.id}")
     document = {key: value for key, value in record.document.items() if key not in ("timeline", "upload_notes")}
     return {**record.summary(), "diagnosis": document}
 
@@ -139,7 +140,20 @@ def api_history_ask(request: Request, record_id: int, q: str = Query(..., min_le
 def api_history_delete(request: Request, record_id: int):
     if not _history(request).delete(record_id):
         raise InputRejected(404, "not_found", f"no diagnosis {record_id} in the history")
+    audit(request, "deleted", f"#{record_id}")
     return Response(status_code=204)
+
+
+@router.get("/api/audit", tags=["history"], summary="Who diagnosed, viewed, asked, deleted, signed in (admins only)")
+def api_audit(request: Request, limit: int = Query(500, ge=1, le=5000)):
+    from .auth import identity_of
+
+    store = request.app.state.auth
+    if store is None:
+        raise InputRejected(404, "history_off", "the history is off on this server", "start it without --no-history")
+    if not identity_of(request).admin:
+        raise InputRejected(403, "admins_only", "the audit log is shown to admins only")
+    return {"audit": store.audit_log(limit)}
 
 
 @router.get("/api", include_in_schema=False)

@@ -75,9 +75,11 @@ def templates_environment() -> Environment:
 
 
 def create_app(db_path: str | Path | None = None, history: bool = True, limits: Limits | None = None,
-               kb=None, allowed_hosts: tuple[str, ...] | None = None) -> FastAPI:
-    """The app. `db_path` None means the default file in the user's data dir; `history=False` stores nothing."""
-    from . import api, pages_diagnose, pages_encyclopedia, pages_fleet, pages_history
+               kb=None, allowed_hosts: tuple[str, ...] | None = None, sign_in: bool = False) -> FastAPI:
+    """The app. `db_path` None means the default file in the user's data dir; `history=False` stores nothing.
+    `sign_in`: every request must carry a token of the database (or a session it opened), and
+    each team sees its own history only (web/auth.py); without it, the user of this machine."""
+    from . import api, pages_diagnose, pages_encyclopedia, pages_fleet, pages_history, pages_signin
 
     limits = limits or Limits()
     app = FastAPI(
@@ -96,6 +98,14 @@ def create_app(db_path: str | Path | None = None, history: bool = True, limits: 
 
         app.state.history = History(db_path or default_path())
     app.state.search_index = None
+    app.state.auth = None
+    if app.state.history is not None:
+        from .auth import TokenStore
+
+        app.state.auth = TokenStore(app.state.history)
+    if sign_in and app.state.auth is None:
+        raise FirstfaultError("signing in needs the history database (tokens live there)", "start without --no-history")
+    app.state.sign_in = sign_in
 
     @app.exception_handler(InputRejected)
     async def rejected(request: Request, exc: InputRejected):
@@ -121,14 +131,16 @@ def create_app(db_path: str | Path | None = None, history: bool = True, limits: 
         return error_response(InputRejected(exc.status_code, code, message), wants_html(request), app.state.templates)
 
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    for module in (pages_diagnose, pages_encyclopedia, pages_history, pages_fleet, api):
+    for module in (pages_diagnose, pages_encyclopedia, pages_history, pages_fleet, pages_signin, api):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=limits.max_request_bytes)
-    app.add_middleware(Guard, allowed_hosts=allowed_hosts, templates=app.state.templates, limits=limits)
+    app.add_middleware(Guard, allowed_hosts=allowed_hosts, templates=app.state.templates, limits=limits,
+                       auth=app.state.auth if sign_in else None)
     return app
 
 
 BUSY_RETRY_SECONDS = 5
+PUBLIC_PATHS = ("/signin", "/favicon.ico")  # what a request that has not signed in may reach
 
 
 class Guard:
@@ -142,11 +154,13 @@ class Guard:
     reaches the app's exception handlers.
     """
 
-    def __init__(self, app, allowed_hosts: tuple[str, ...] | None, templates, limits: Limits | None = None) -> None:
+    def __init__(self, app, allowed_hosts: tuple[str, ...] | None, templates, limits: Limits | None = None,
+                 auth=None) -> None:
         self.app = app
         self.allowed_hosts = allowed_hosts
         self.templates = templates
         self.limits = limits or Limits()
+        self.auth = auth  # a TokenStore when requests must sign in
         self.in_flight = 0  # bytes reserved by the bodies of requests being served
 
     async def __call__(self, scope, receive, send) -> None:
@@ -162,14 +176,46 @@ class Guard:
                 refusal = InputRejected(503, "busy", "the server is reading as much as it may hold at once",
                                         "send it again in a few seconds", retry_after=BUSY_RETRY_SECONDS)
                 reserved = 0
+        identity = None
+        if refusal is None:
+            identity, refusal = self.identify(request)
         if refusal is not None:
+            if refusal.code == "sign_in" and request.method == "GET" and wants_html(request):
+                from starlette.responses import RedirectResponse
+
+                await RedirectResponse("/signin", status_code=303)(scope, receive, send)
+                return
             await error_response(refusal, wants_html(request), self.templates)(scope, receive, _closing(send))
             return
+        scope.setdefault("state", {})["identity"] = identity
         self.in_flight += reserved
         try:
             await self.serve(scope, request, receive, send)
         finally:
             self.in_flight -= reserved
+
+    def identify(self, request: Request):
+        """(who sent the request, or a refusal): everyone is this machine's user unless the
+        server was started to sign in; then a Bearer token, or the session cookie a token
+        opened, is needed everywhere but the sign-in page and the static files."""
+        from .auth import LOCAL, SESSION_COOKIE
+
+        if self.auth is None:
+            return LOCAL, None
+        path = request.url.path
+        header = request.headers.get("authorization", "")
+        if header[:7].lower() == "bearer ":
+            identity = self.auth.identify(header[7:])
+            if identity is None:
+                return None, InputRejected(401, "bad_token", "the token is not valid (unknown, revoked or mistyped)",
+                                           "ask an admin for a token: firstfault serve tokens add NAME --team TEAM")
+            return identity, None
+        session = request.cookies.get(SESSION_COOKIE)
+        identity = self.auth.session(session) if session else None
+        if identity is not None or path in PUBLIC_PATHS or path.startswith("/static/"):
+            return identity, None
+        return None, InputRejected(401, "sign_in", "sign in first: this server keeps each team's diagnoses to the team",
+                                   "send Authorization: Bearer TOKEN, or sign in on /signin")
 
     def body_reservation(self, request: Request) -> int:
         """The memory a request's body may take while it is read and diagnosed: its declared
@@ -276,6 +322,8 @@ def render(request: Request, template: str, status_code: int = 200, **context):
 
     env = request.app.state.templates
     context.setdefault("history_enabled", request.app.state.history is not None)
+    identity = getattr(request.state, "identity", None)
+    context.setdefault("signed_in", f"{identity.name} ({identity.team})" if request.app.state.sign_in and identity else "")
     return HTMLResponse(env.get_template(template).render(request=request, **context), status_code=status_code)
 
 

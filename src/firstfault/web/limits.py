@@ -41,6 +41,7 @@ class Limits:
     # about two waiting would only hold memory
     max_inflight_bytes: int = 160 * MiB
     diagnosis_seconds: float = 120.0  # one request's diagnosis (and archive expansion) at most
+    diagnoses_per_day: int = 500  # per token, on a server that asks to sign in (429 beyond it)
 
 
 def size(count: int) -> str:

@@ -5,6 +5,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse
 
 from .app import render
+from .auth import audit
 from .limits import InputRejected
 from .pages_diagnose import result_page
 
@@ -12,15 +13,16 @@ router = APIRouter(include_in_schema=False)
 
 
 def _history(request: Request):
-    history = request.app.state.history
-    if history is None:
-        raise InputRejected(404, "history_off", "the history is off on this server", "start it without --no-history")
-    return history
+    from .auth import required_history
+
+    return required_history(request)
 
 
 @router.get("/history")
 def history_list(request: Request):
-    history = request.app.state.history
+    from .auth import team_history
+
+    history = team_history(request)
     records = history.list() if history is not None else []
     return render(request, "history.html", page="history", records=records)
 
@@ -29,6 +31,7 @@ def history_list(request: Request):
 def history_item(request: Request, record_id: int):
     history = _history(request)
     record = _record(history, record_id)
+    audit(request, "viewed", f"#{record.id}")
     earlier = history.recurrence(record.document, before=record.id)
     seen = earlier.sentence(now_counting=True) if earlier is not None else ""
     return result_page(request, record.document, record_id=record.id, created=record.created, seen_before=seen)
@@ -47,6 +50,7 @@ def history_ask(request: Request, record_id: int, q: str = Query("", max_length=
 def ask_record(request: Request, history, record, question: str):
     from ..ask import answer, intent_of
 
+    audit(request, "asked", f"#{record.id}: {question[:200]}")
     hosts = tuple((record.document.get("inputs") or {}).get("hosts") or ())
     healthy = history.last_healthy(record.document, before=record.id)
     return answer(intent_of(question, hosts), record.document, request.app.state.kb,
@@ -64,4 +68,5 @@ def _record(history, record_id: int):
 def history_delete(request: Request, record_id: int):
     if not _history(request).delete(record_id):
         raise InputRejected(404, "not_found", f"no diagnosis {record_id} in the history", "it may have been deleted")
+    audit(request, "deleted", f"#{record_id}")
     return RedirectResponse("/history?deleted=1", status_code=303)

@@ -28,6 +28,7 @@ async def diagnose(app, submission: Submission, request=None) -> tuple[Diagnosis
             raise InputRejected(404, "not_found", f"no sample called {submission.sample[:60]!r}")
         submission = Submission(files=sample.read(), mask_hosts=submission.mask_hosts)
     limits = app.state.limits
+    _within_quota(request)
     slots = _lane(app, "small" if submission.raw_bytes <= SMALL_REQUEST_BYTES else "large", limits.max_concurrent)
     watch = DiagnosisWatch(limits.diagnosis_seconds)
     try:
@@ -58,7 +59,23 @@ async def diagnose(app, submission: Submission, request=None) -> tuple[Diagnosis
         reasons = exc.message.partition("(")[2].rstrip(")") or exc.message
         raise InputRejected(422, "no_readable_input", f"nothing you sent could be read as a log: {reasons}",
                             UNREADABLE_HINT) from None
+    if request is not None:
+        from .auth import audit
+
+        audit(request, "diagnosed", f"{diagnosis.status} {diagnosis.primary.failure_id if diagnosis.primary else ''}")
     return diagnosis, build_document(diagnosis, notes)
+
+
+def _within_quota(request) -> None:
+    """A signed-in identity's diagnoses in the last 24 hours stay under the server's quota (429)."""
+    if request is None or not request.app.state.sign_in:
+        return
+    from .auth import identity_of
+
+    store, limit = request.app.state.auth, request.app.state.limits.diagnoses_per_day
+    if store.diagnoses_today(identity_of(request)) >= limit:
+        raise InputRejected(429, "quota", f"{limit} diagnoses in 24 hours is this server's limit per token",
+                            "ask again later, or ask an admin for a higher --quota-per-day", retry_after=3600)
 
 
 DISCONNECT_POLL_SECONDS = 0.25
@@ -122,9 +139,11 @@ class DiagnosisWatch:
         self.check()
 
 
-def save(app, document: dict) -> int | None:
-    """Store the masked document; None when the history is off."""
-    history = app.state.history
+def save(request, document: dict) -> int | None:
+    """Store the masked document, as the asking team's; None when the history is off."""
+    from .auth import team_history
+
+    history = team_history(request)
     if history is None:
         return None
-    return history.add(document, title_of(document, app.state.kb))
+    return history.add(document, title_of(document, request.app.state.kb))
