@@ -181,3 +181,42 @@ def test_quota_then_revocation_then_no_token_in_clear(team_server, entries):
     listing = cli("serve", "tokens", "list", "--db", team_server["db"])
     assert "ana\tteam vision\tmember\trevoked" in listing.stdout and "root\tteam ops\tadmin\tactive" in listing.stdout
     assert "Traceback" not in team_server["log"].read_text()
+
+
+def test_a_trusted_proxy_signs_users_in_and_others_cannot(tmp_path):
+    """SSO in front: the user and team headers are taken from the proxy's address only; the same
+    headers from any other address are ignored (401)."""
+    from .test_serve_fairness import outward_address
+
+    other = outward_address()
+    if other is None:
+        pytest.skip("this machine has no address besides loopback")
+    port = free_port()
+    log = open(tmp_path / "serve.log", "wb")
+    process = subprocess.Popen([sys.executable, "-m", "firstfault.cli", "serve", "--host", "0.0.0.0", "--port", str(port),
+                                "--db", str(tmp_path / "h.sqlite3"), "--trust-proxy-header", "X-Forwarded-User",
+                                "--trusted-proxy", "127.0.0.1", "--team-header", "X-Forwarded-Groups",
+                                "--server-name", other], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if Client(port).call("GET", "/signin")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+            time.sleep(0.3)
+        signed = {"X-Forwarded-User": "ana@corp", "X-Forwarded-Groups": "vision,all-staff"}
+        status, body, _ = Client(port).call("GET", "/api/history", headers=signed)
+        assert status == 200 and json.loads(body) == {"history": []}
+        assert Client(port).call("GET", "/api/history", headers={"X-Forwarded-User": "ana@corp"})[0] == 401  # no team
+        connection = http.client.HTTPConnection(other, port, timeout=30)
+        connection.request("GET", "/api/history", headers={"Host": other, **signed})
+        assert connection.getresponse().status == 401  # the same headers from elsewhere: not trusted
+        connection.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        log.close()
+    assert "Traceback" not in (tmp_path / "serve.log").read_text()

@@ -38,6 +38,14 @@ def add_server_options(parser) -> None:
     parser.add_argument("--insecure-no-auth", action="store_true",
                         help="serve on a non-loopback address without tokens: anyone who reaches the port reads and "
                              "deletes every diagnosis (for a network you trust entirely)")
+    parser.add_argument("--trust-proxy-header", metavar="HEADER",
+                        help="sign users in from this header (e.g. X-Forwarded-User) when the request comes from a --trusted-proxy")
+    parser.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDR",
+                        help="the address of the proxy whose headers are trusted (repeatable)")
+    parser.add_argument("--team-header", metavar="HEADER", help="the proxy's header naming the user's team (e.g. X-Forwarded-Groups)")
+    parser.add_argument("--team-map", metavar="FILE", help="`user team` lines, for a proxy that sends no team header")
+    parser.add_argument("--admin-team", action="append", default=[], metavar="TEAM",
+                        help="members of this team (signed in by the proxy) are admins")
     parser.add_argument("--quota-per-day", type=int, default=None, metavar="N",
                         help="diagnoses per token in 24 hours when signing in is required (default 500)")
     parser.add_argument("--server-name", action="append", default=[], metavar="NAME",
@@ -122,7 +130,7 @@ def run_serve(args) -> int:
         if args.insecure_no_auth:
             print(f"firstfault: warning: listening on {args.host} without authentication (--insecure-no-auth): anyone "
                   "who can reach this port can submit logs, and read and delete every diagnosis", file=sys.stderr)
-        elif args.no_history or not _has_tokens(args.db):
+        elif args.no_history or not (_has_tokens(args.db) or _proxy(args)):
             print(f"firstfault: error: refusing to serve on {args.host} without authentication: anyone who reaches the "
                   "port would read and delete every diagnosis", file=sys.stderr)
             print("hint: add a token (firstfault serve tokens add NAME --team TEAM [--db PATH]) and serve with the same "
@@ -146,7 +154,8 @@ def run_serve(args) -> int:
     if args.client_timeout is not None:
         limits = replace(limits, head_timeout=args.client_timeout, body_idle_timeout=args.client_timeout)
     try:
-        app = create_app(db_path=db, history=not args.no_history, allowed_hosts=allowed, limits=limits, sign_in=sign_in)
+        app = create_app(db_path=db, history=not args.no_history, allowed_hosts=allowed, limits=limits, sign_in=sign_in,
+                         proxy=_proxy(args))
     except (OSError, sqlite3.Error) as exc:
         print(f"firstfault: error: cannot open the history database {db}: {exc}", file=sys.stderr)
         print("hint: pass --db PATH to a writable file, or --no-history", file=sys.stderr)
@@ -160,6 +169,22 @@ def run_serve(args) -> int:
         print("hint: choose another port with --port", file=sys.stderr)
         return 2
     return 0
+
+
+def _proxy(args):
+    """The trusted proxy of --trust-proxy-header, or None."""
+    from ..errors import UsageError
+    from ..web.auth import TrustedProxy, load_team_map
+
+    if not args.trust_proxy_header:
+        return None
+    if not args.trusted_proxy:
+        raise UsageError("--trust-proxy-header needs --trusted-proxy ADDR", "the proxy's address: its headers alone are trusted")
+    if not args.team_header and not args.team_map:
+        raise UsageError("--trust-proxy-header needs --team-header HEADER or --team-map FILE", "each user belongs to a team")
+    teams = load_team_map(args.team_map) if args.team_map else None
+    return TrustedProxy(args.trust_proxy_header, tuple(args.trusted_proxy), args.team_header or "", teams,
+                        tuple(args.admin_team))
 
 
 def _has_tokens(db: str | None) -> bool:

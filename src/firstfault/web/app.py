@@ -75,10 +75,11 @@ def templates_environment() -> Environment:
 
 
 def create_app(db_path: str | Path | None = None, history: bool = True, limits: Limits | None = None,
-               kb=None, allowed_hosts: tuple[str, ...] | None = None, sign_in: bool = False) -> FastAPI:
+               kb=None, allowed_hosts: tuple[str, ...] | None = None, sign_in: bool = False, proxy=None) -> FastAPI:
     """The app. `db_path` None means the default file in the user's data dir; `history=False` stores nothing.
     `sign_in`: every request must carry a token of the database (or a session it opened), and
-    each team sees its own history only (web/auth.py); without it, the user of this machine."""
+    each team sees its own history only (web/auth.py); without it, the user of this machine.
+    `proxy`: a web.auth.TrustedProxy whose user header signs requests in (SSO in front)."""
     from . import api, pages_diagnose, pages_encyclopedia, pages_fleet, pages_history, pages_signin
 
     limits = limits or Limits()
@@ -135,7 +136,7 @@ def create_app(db_path: str | Path | None = None, history: bool = True, limits: 
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=limits.max_request_bytes)
     app.add_middleware(Guard, allowed_hosts=allowed_hosts, templates=app.state.templates, limits=limits,
-                       auth=app.state.auth if sign_in else None)
+                       auth=app.state.auth if sign_in else None, proxy=proxy if sign_in else None)
     return app
 
 
@@ -155,8 +156,9 @@ class Guard:
     """
 
     def __init__(self, app, allowed_hosts: tuple[str, ...] | None, templates, limits: Limits | None = None,
-                 auth=None) -> None:
+                 auth=None, proxy=None) -> None:
         self.app = app
+        self.proxy = proxy  # a TrustedProxy: its user header signs in requests that come from it
         self.allowed_hosts = allowed_hosts
         self.templates = templates
         self.limits = limits or Limits()
@@ -203,6 +205,10 @@ class Guard:
         if self.auth is None:
             return LOCAL, None
         path = request.url.path
+        if self.proxy is not None:
+            identity = self.proxy.identity(request)
+            if identity is not None:
+                return identity, None
         header = request.headers.get("authorization", "")
         if header[:7].lower() == "bearer ":
             identity = self.auth.identify(header[7:])

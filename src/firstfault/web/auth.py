@@ -155,6 +155,49 @@ def _check_name(value: str, what: str) -> None:
         raise UsageError(f"{what} {value!r} is not a name", f"a {what} is 1-64 letters, digits, '.', '_', '-' or '@'")
 
 
+@dataclass(frozen=True)
+class TrustedProxy:
+    """A proxy in front that signs users in (oauth2-proxy, Pomerium, a cloud access proxy): its
+    user header names who asks, its team header (or the mapping file) the team. Headers from any
+    other address are ignored (anyone can send them)."""
+
+    user_header: str
+    addresses: tuple[str, ...]
+    team_header: str = ""
+    teams: dict = None  # user -> team (a mapping file), when no team header
+    admin_teams: tuple[str, ...] = ()
+
+    def identity(self, request) -> Identity | None:
+        client = request.client.host if request.client else ""
+        if client not in self.addresses:
+            return None
+        user = (request.headers.get(self.user_header) or "").strip()
+        if not user or len(user) > 200:
+            return None
+        team = (request.headers.get(self.team_header) or "").split(",")[0].strip() if self.team_header else ""
+        team = team or (self.teams or {}).get(user, "")
+        if not team:
+            return None  # a user with no team sees nothing: refused as not signed in
+        return Identity(user, team, admin=team in self.admin_teams)
+
+
+def load_team_map(path: str) -> dict:
+    """`user team` per line (# comments): who belongs to which team, for a proxy with no team header."""
+    teams = {}
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()
+    except OSError as exc:
+        raise UsageError(f"cannot read the team map {path}: {exc.strerror}", "one `user team` pair per line") from None
+    for number, line in enumerate(lines, start=1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) != 2:
+            raise UsageError(f"{path}:{number}: expected `user team`, got {line.strip()!r}", "one pair per line")
+        teams[words[0]] = words[1]
+    return teams
+
+
 class TeamHistory:
     """The history as one identity sees it: its team's entries, an admin's all of them. Every
     route reaches the history through `team_history(request)`, so no route can read another
