@@ -60,6 +60,12 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, who TEXT NOT NULL,
                         team TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL DEFAULT '');
     """,
+    # 5: a team's alerts: a webhook for its failures (all, or those of one fingerprint)
+    """
+    CREATE TABLE alerts (id INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT NOT NULL, webhook TEXT NOT NULL,
+                         fingerprint TEXT, created REAL NOT NULL);
+    CREATE INDEX alerts_team ON alerts (team);
+    """,
 )
 ORIGINS = ("cli", "web", "watch", "run", "editor")
 

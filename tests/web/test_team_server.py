@@ -220,3 +220,53 @@ def test_a_trusted_proxy_signs_users_in_and_others_cannot(tmp_path):
         process.wait(timeout=20)
         log.close()
     assert "Traceback" not in (tmp_path / "serve.log").read_text()
+
+
+def test_watch_sends_its_diagnosis_to_the_team_which_alerts_that_team(team_server, tmp_path):
+    """A team's webhook (a real HTTP receiver here) is called when `watch --server --token-file`
+    keeps a failure in that team's history; the other team's rules are not called."""
+    import http.server
+    import threading
+    from pathlib import Path
+
+    received: list[dict] = []
+
+    class Receiver(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    receiver = http.server.HTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    try:
+        port, tokens = team_server["port"], team_server["tokens"]
+        hook = f"http://127.0.0.1:{receiver.server_port}/hook"
+        root = Client(port, tokens["root"])
+        assert root.call("POST", "/api/alerts", json.dumps({"webhook": hook + "?team=ops"}).encode(),
+                         {"Content-Type": "application/json"})[0] == 201  # the admin's own team: ops
+        bo = Client(port, tokens["bo"])
+        status, _, _ = bo.call("POST", "/api/alerts", json.dumps({"webhook": hook}).encode(), {"Content-Type": "application/json"})
+        assert status == 201
+        assert len(json.loads(bo.call("GET", "/api/alerts")[1])["alerts"]) == 1  # its own rule only
+        token_file = tmp_path / "token"
+        token_file.write_text(tokens["bo"] + "\n")
+        example = Path(__file__).resolve().parents[2] / "examples" / "nccl-timeouts-after-assert"
+        watched = subprocess.run([sys.executable, "-m", "firstfault.cli", "watch", str(example), "--duration", "1",
+                                  "--server", f"http://127.0.0.1:{port}", "--token-file", str(token_file)],
+                                 capture_output=True, text=True, timeout=120)
+        assert "firstfault: server: the first time the team sees this failure" in watched.stderr, watched.stderr
+        deadline = time.monotonic() + 10
+        while not received and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [item["team"] for item in received] == ["speech"] and received[0]["failure_id"] == "cuda-device-side-assert"
+        listed = json.loads(bo.call("GET", "/api/history")[1])["history"]
+        assert any(item["origin"] == "watch" for item in listed)
+        refused = subprocess.run([sys.executable, "-m", "firstfault.cli", "watch", str(example), "--duration", "1",
+                                  "--server", f"http://127.0.0.1:{port}"], capture_output=True, text=True, timeout=120)
+        assert "the server did not keep the diagnosis (HTTP 401)" in refused.stderr  # no token, not kept
+    finally:
+        receiver.shutdown()

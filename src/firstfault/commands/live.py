@@ -42,6 +42,9 @@ def register(subparsers) -> None:
 def _add_alert_options(parser) -> None:
     add_output_options(parser, STREAM_FORMATS, output=False)  # json = JSON lines (firstfault.alert/1)
     add_history_options(parser)
+    parser.add_argument("--server", metavar="URL", help="also keep the final diagnosis in a team server's history "
+                                                        "(firstfault serve with tokens), whose recurrences and alerts are the team's")
+    parser.add_argument("--token-file", metavar="FILE", help="the token for --server (a file, so it is not in the process list)")
     parser.add_argument("--webhook", action="append", default=[], metavar="URL",
                         help="POST each alert as JSON (with a Slack-compatible `text`); may be repeated")
     parser.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on /metrics")
@@ -159,13 +162,48 @@ def run_watch(args) -> int:
 
 
 def _save(args, kb, engine, origin: str) -> None:
-    """With --save: the final diagnosis into the history, and when it was seen before."""
-    diagnosis = engine.current_diagnosis() if args.save else None
+    """With --save: the final diagnosis into the history, and when it was seen before; with
+    --server: into the team server's history too."""
+    diagnosis = engine.current_diagnosis() if args.save or args.server else None
     if diagnosis is None:
         return
     from .diagnose import history_sentence, save
 
-    print(f"firstfault: history: {history_sentence(save(diagnosis, kb, args.db, origin))}", file=sys.stderr)
+    if args.save:
+        print(f"firstfault: history: {history_sentence(save(diagnosis, kb, args.db, origin))}", file=sys.stderr)
+    if args.server:
+        _send_to_server(args, diagnosis, origin)
+
+
+def _send_to_server(args, diagnosis, origin: str) -> None:
+    import json
+    import urllib.error
+    import urllib.request
+
+    from ..render.contract import to_contract
+
+    token = ""
+    if args.token_file:
+        try:
+            token = Path(args.token_file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            print(f"firstfault: warning: cannot read --token-file {args.token_file}: {exc.strerror}", file=sys.stderr)
+            return
+    url = args.server.rstrip("/") + f"/api/history?origin={origin}"
+    request = urllib.request.Request(url, data=json.dumps(to_contract(diagnosis)).encode(), method="POST",
+                                     headers={"content-type": "application/json",
+                                              **({"authorization": f"Bearer {token}"} if token else {})})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (the user's own server)
+            answer = json.loads(response.read(1 << 20))
+    except urllib.error.HTTPError as exc:
+        print(f"firstfault: warning: the server did not keep the diagnosis (HTTP {exc.code})", file=sys.stderr)
+        return
+    except (OSError, ValueError) as exc:
+        print(f"firstfault: warning: cannot reach {args.server}: {exc}", file=sys.stderr)
+        return
+    seen = answer.get("seen_before") or "the first time the team sees this failure"
+    print(f"firstfault: server: {seen} (entry #{answer.get('id')} on {args.server})", file=sys.stderr)
 
 
 def run_command(args) -> int:

@@ -144,6 +144,85 @@ def api_history_delete(request: Request, record_id: int):
     return Response(status_code=204)
 
 
+@router.post("/api/history", tags=["history"], status_code=201,
+             summary="Keep a diagnosis made elsewhere (watch, run: a firstfault.diagnosis/1 contract) in the team's history")
+async def api_history_push(request: Request, origin: str = Query("watch", pattern="^(watch|run|cli|editor)$")):
+    from ..ingest.structured import loads_json
+    from ..mask import mask_secrets
+    from .auth import required_history
+
+    history = required_history(request)
+    try:
+        document = loads_json(await request.body(), max_depth=12)
+    except ValueError:
+        raise InputRejected(422, "malformed_json", "the body is not a JSON diagnosis", "send firstfault's JSON contract") from None
+    if not isinstance(document, dict) or document.get("schema") != "firstfault.diagnosis/1":
+        raise InputRejected(422, "not_a_diagnosis", "the body is not a firstfault.diagnosis/1 contract",
+                            "send what `firstfault diagnose --format json` prints")
+    document = _masked(document, mask_secrets)  # masked where it was made; again here, where it is kept
+    earlier = history.recurrence(document)
+    entry = service.save(request, document, origin)
+    audit(request, "diagnosed", f"#{entry} from {origin}")
+    seen = earlier.sentence(now_counting=True) if earlier is not None else ""
+    return JSONResponse({"id": entry, "seen_before": seen or None}, status_code=201,
+                        headers={"location": f"/api/history/{entry}"})
+
+
+def _masked(value, mask):
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, list):
+        return [_masked(item, mask) for item in value]
+    if isinstance(value, dict):
+        return {key: _masked(item, mask) for key, item in value.items()}
+    return value
+
+
+@router.get("/api/alerts", tags=["history"], summary="The team's alert webhooks")
+def api_alerts(request: Request):
+    from .auth import required_history
+    from .team_alerts import alert_rules
+
+    history = required_history(request)
+    return {"alerts": alert_rules(history.history, history.team)}
+
+
+@router.post("/api/alerts", tags=["history"], status_code=201,
+             summary="Call a webhook on the team's failures (all, or those of one fingerprint)")
+async def api_alerts_add(request: Request):
+    from ..ingest.structured import loads_json
+    from .auth import identity_of, required_history
+    from .team_alerts import add_rule
+
+    history = required_history(request)
+    try:
+        rule = loads_json(await request.body(), max_depth=3)
+    except ValueError:
+        rule = None
+    webhook = rule.get("webhook") if isinstance(rule, dict) else None
+    fingerprint = rule.get("fingerprint") if isinstance(rule, dict) else None
+    if not isinstance(webhook, str) or not webhook.startswith(("http://", "https://")) or len(webhook) > 2000:
+        raise InputRejected(422, "bad_webhook", "give {\"webhook\": \"https://...\"} (and a fingerprint to follow one failure)")
+    if fingerprint is not None and (not isinstance(fingerprint, str) or len(fingerprint) > 64):
+        raise InputRejected(422, "bad_fingerprint", "a fingerprint is the 16 hex digits `fleet report` or the history shows")
+    rule_id = add_rule(history.history, identity_of(request).team, webhook, fingerprint)
+    audit(request, "alert-added", f"#{rule_id}")
+    return JSONResponse({"id": rule_id}, status_code=201)
+
+
+@router.delete("/api/alerts/{rule_id}", tags=["history"], responses=NOT_FOUND, status_code=204,
+               summary="Stop one of the team's alert webhooks")
+def api_alerts_delete(request: Request, rule_id: int):
+    from .auth import required_history
+    from .team_alerts import delete_rule
+
+    history = required_history(request)
+    if not 0 < rule_id < 1 << 63 or not delete_rule(history.history, rule_id, history.team):
+        raise InputRejected(404, "not_found", f"no alert {rule_id} of this team")
+    audit(request, "alert-deleted", f"#{rule_id}")
+    return Response(status_code=204)
+
+
 @router.get("/api/audit", tags=["history"], summary="Who diagnosed, viewed, asked, deleted, signed in (admins only)")
 def api_audit(request: Request, limit: int = Query(500, ge=1, le=5000)):
     from .auth import identity_of

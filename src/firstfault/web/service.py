@@ -139,11 +139,18 @@ class DiagnosisWatch:
         self.check()
 
 
-def save(request, document: dict) -> int | None:
-    """Store the masked document, as the asking team's; None when the history is off."""
+def save(request, document: dict, origin: str = "web") -> int | None:
+    """Store the masked document, as the asking team's, and call the team's alert webhooks it
+    matches; None when the history is off."""
     from .auth import team_history
+    from .team_alerts import notify
 
     history = team_history(request)
     if history is None:
         return None
-    return history.add(document, title_of(document, request.app.state.kb))
+    title = title_of(document, request.app.state.kb)
+    earlier = history.recurrence(document)
+    entry = history.add(document, title, origin)
+    notify(history.history, history.identity.team, document, entry, title,
+           earlier.sentence(now_counting=True) if earlier is not None else "")
+    return entry
