@@ -270,3 +270,31 @@ def test_watch_sends_its_diagnosis_to_the_team_which_alerts_that_team(team_serve
         assert "the server did not keep the diagnosis (HTTP 401)" in refused.stderr  # no token, not kept
     finally:
         receiver.shutdown()
+
+
+def test_a_token_diagnoses_at_most_its_share_at_once_and_the_audit_log_is_pruned(tmp_path):
+    import asyncio
+
+    import httpx
+
+    from firstfault.web.limits import Limits
+
+    app = create_app(db_path=tmp_path / "h.sqlite3", sign_in=True, limits=Limits(concurrent_per_token=1))
+    token = app.state.auth.add("ana", "vision")
+    heavy = ("[rank1]: RuntimeError: CUDA error: device-side assert triggered\n" * 30_000).encode()
+
+    async def post():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+            response = await client.post("/api/diagnose", content=heavy, timeout=300,
+                                         headers={"content-type": "text/plain", "authorization": f"Bearer {token}"})
+        return response.status_code, response.headers.get("retry-after")
+
+    async def both():
+        return await asyncio.gather(post(), post())
+
+    answers = sorted(asyncio.run(both()))
+    assert answers == [(200, None), (429, "5")]
+    store = app.state.auth
+    store.history.execute("UPDATE audit SET at = at - 100 * 86400 WHERE action = 'token-created'")
+    assert store.prune_audit(90) == 1
+    assert "token-created" not in {row["action"] for row in store.audit_log()}

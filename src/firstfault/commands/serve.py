@@ -46,6 +46,8 @@ def add_server_options(parser) -> None:
     parser.add_argument("--team-map", metavar="FILE", help="`user team` lines, for a proxy that sends no team header")
     parser.add_argument("--admin-team", action="append", default=[], metavar="TEAM",
                         help="members of this team (signed in by the proxy) are admins")
+    parser.add_argument("--audit-days", type=float, default=90.0, metavar="DAYS",
+                        help="keep the audit log this long (default 90 days)")
     parser.add_argument("--quota-per-day", type=int, default=None, metavar="N",
                         help="diagnoses per token in 24 hours when signing in is required (default 500)")
     parser.add_argument("--server-name", action="append", default=[], metavar="NAME",
@@ -156,6 +158,8 @@ def run_serve(args) -> int:
     try:
         app = create_app(db_path=db, history=not args.no_history, allowed_hosts=allowed, limits=limits, sign_in=sign_in,
                          proxy=_proxy(args))
+        if app.state.auth is not None:
+            app.state.auth.prune_audit(max(0.0, args.audit_days))
     except (OSError, sqlite3.Error) as exc:
         print(f"firstfault: error: cannot open the history database {db}: {exc}", file=sys.stderr)
         print("hint: pass --db PATH to a writable file, or --no-history", file=sys.stderr)

@@ -133,6 +133,10 @@ class TokenStore:
         self.history.execute("INSERT INTO audit (at, who, team, action, target) VALUES (?, ?, ?, ?, ?)",
                              (time.time(), identity.name, identity.team, action, mask_secrets(str(target))[:300]))
 
+    def prune_audit(self, days: float) -> int:
+        """Drop audit rows older than `days` (the server's --audit-days); how many went."""
+        return self.history.execute("DELETE FROM audit WHERE at < ?", (time.time() - days * 86400,)).rowcount
+
     def audit_log(self, limit: int = 500) -> list[dict]:
         rows = self.history.execute("SELECT at, who, team, action, target FROM audit ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
         return [{"at": at, "who": who, "team": team, "action": action, "target": target} for at, who, team, action, target in rows]

@@ -42,6 +42,7 @@ class Limits:
     max_inflight_bytes: int = 160 * MiB
     diagnosis_seconds: float = 120.0  # one request's diagnosis (and archive expansion) at most
     diagnoses_per_day: int = 500  # per token, on a server that asks to sign in (429 beyond it)
+    concurrent_per_token: int = 2  # requests one signed-in identity may have diagnosing at once (429 beyond)
 
 
 def size(count: int) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import contextmanager
 
 from starlette.concurrency import run_in_threadpool
 
@@ -29,6 +30,34 @@ async def diagnose(app, submission: Submission, request=None) -> tuple[Diagnosis
         submission = Submission(files=sample.read(), mask_hosts=submission.mask_hosts)
     limits = app.state.limits
     _within_quota(request)
+    with _one_of_theirs(request):
+        return await _diagnose(app, submission, request, limits)
+
+
+@contextmanager
+def _one_of_theirs(request):
+    """A signed-in identity's requests diagnosing at once stay within concurrent_per_token (429)."""
+    if request is None or not request.app.state.sign_in:
+        yield
+        return
+    from .auth import identity_of
+
+    name, state = identity_of(request).name, request.app.state
+    running = getattr(state, "running_per_token", None)
+    if running is None:
+        running = state.running_per_token = {}
+    limit = state.limits.concurrent_per_token
+    if running.get(name, 0) >= limit:
+        raise InputRejected(429, "too_many_at_once", f"{limit} diagnoses at once is this server's limit per token",
+                            "wait for one to finish", retry_after=5)
+    running[name] = running.get(name, 0) + 1
+    try:
+        yield
+    finally:
+        running[name] -= 1
+
+
+async def _diagnose(app, submission: Submission, request, limits) -> tuple[Diagnosis, dict]:
     slots = _lane(app, "small" if submission.raw_bytes <= SMALL_REQUEST_BYTES else "large", limits.max_concurrent)
     watch = DiagnosisWatch(limits.diagnosis_seconds)
     try:
