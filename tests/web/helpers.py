@@ -47,7 +47,8 @@ def combined_console() -> str:
 
 def tar_gz(files: dict[str, bytes | str], links: dict[str, str] | None = None) -> bytes:
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+    # a fixed gzip time, as gz() above: the same bytes every call
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as packed, tarfile.open(fileobj=packed, mode="w") as archive:
         for name, content in files.items():
             data = content.encode() if isinstance(content, str) else content
             info = tarfile.TarInfo(name)
@@ -74,4 +75,6 @@ def log_folder_tar_gz() -> bytes:
 
 
 def gz(data: bytes) -> bytes:
-    return gzip.compress(data)
+    """Gzip with a fixed time in its header: the same bytes on every call (test ids are made of
+    them, and pytest-xdist's workers must collect the same ids)."""
+    return gzip.compress(data, mtime=0)
