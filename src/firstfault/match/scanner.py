@@ -16,6 +16,7 @@ from ..ingest.reader import Block, ReadStats, Unreadable, read_blocks
 from ..ingest.sources import InputFile
 from ..ingest.timestamps import Clock
 from ..mask import mask_secrets
+from ..mask.continuation import mask_continuation, starts_like_a_continuation
 from ..model import Signature
 from .compiler import Matcher
 from .progress_lines import is_progress
@@ -258,6 +259,9 @@ class Scanner:
                 if wanted_line or wanted_step:
                     # unmasked here: what a diagnosis shows of these lines passes the masker with
                     # everything else it says (pipeline.diagnose_scans), and most are never shown
+                    if start > 0 and starts_like_a_continuation(line):
+                        # a tail is masked later, alone: the secret its line continues is masked now
+                        line = mask_continuation(line, _previous_line(data, start))
                     kept_line = (line_number, self.clock.parse(line[prefix.offset:]), line[:500])
                     if wanted_line:
                         kept.append(kept_line)
@@ -291,6 +295,8 @@ class Scanner:
     def _match_line(self, raw_line: str, indices, line_number: int, data: bytes, start: int,
                     scan: FileScan) -> None:
         line = mask_secrets(raw_line)
+        if start > 0 and starts_like_a_continuation(raw_line):  # the rest of a secret wrapped onto this line?
+            line = mask_continuation(line, _previous_line(data, start))
         searched = raw_line.replace("\r", " ")
         masked = searched if line == raw_line else line.replace("\r", " ")
         hits = self.matcher.confirm(searched, masked, indices)
@@ -383,6 +389,12 @@ class Scanner:
                 return value
             position = end + 1
         return None
+
+
+def _previous_line(data: bytes, start: int) -> str:
+    """The line before the one starting at `start` in a block."""
+    begin = data.rfind(b"\n", 0, max(0, start - 1)) + 1
+    return data[begin:max(begin, start - 1)][:65536].decode("utf-8", "replace")
 
 
 def add_tails(scan: FileScan, tails: dict, progress: dict, last_line: int, window: int | None = None) -> None:
