@@ -477,12 +477,38 @@ class EntropyRule:
         self.names = names
 
     def apply(self, text: str) -> str:
-        text = _TOKEN.sub(lambda m: MASKED if looks_random(m.group(0), self.names) else m.group(0), text)
+        text = _TOKEN.sub(lambda m: MASKED if looks_random(m.group(0), self.names) or self._holds_secret(m.group(0))
+                          else m.group(0), text)
         if "/" not in text:
             return text
         # a URL path segment (a download link's or an unknown webhook's token): the token
         # pattern above reads a whole path as one token, which no path resembles
         return _PATH_SEGMENT.sub(lambda m: MASKED if looks_random(m.group(0)) else m.group(0), text)
+
+
+    def _holds_secret(self, token: str) -> bool:
+        """A base64 blob that decodes to text holding a secret (`password=...` in a config dump):
+        masked whole, whatever the blob looks like."""
+        decoded = _base64_text(token)
+        if decoded is None or decoded == token:
+            return False
+        return KeyValueRule(self.names).apply(decoded) != decoded or ArgvRule(self.names).apply(decoded) != decoded
+
+
+def _base64_text(token: str) -> str | None:
+    """The text a base64 token decodes to (mostly printable), else None."""
+    import base64
+    import binascii
+
+    if len(token) % 4 == 1 or len(token) > 8192:
+        return None
+    try:
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_" if "-" in token or "_" in token else None)
+        text = raw.decode("utf-8")
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return None
+    printable = sum(char.isprintable() or char in "\n\t" for char in text)
+    return text if text and printable >= 0.95 * len(text) else None
 
 
 _PATH_SEGMENT = LazyPattern(r"(?<=/)[A-Za-z0-9_\-]{24,256}(?=[/?#\s\"'),]|$)")
