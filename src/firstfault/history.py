@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import sqlite3
 import threading
 import time
@@ -67,7 +68,6 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX alerts_team ON alerts (team);
     """,
 )
-ORIGINS = ("cli", "web", "watch", "run", "editor")
 
 
 def default_path() -> Path:
@@ -109,11 +109,10 @@ class Recurrence:
     first_seen: float
     hosts: dict  # host -> times
 
-    def sentence(self, now_counting: bool = True) -> str:
-        """`3rd time since 2026-11-28, twice on gpu-b07` (this one counted when `now_counting`)."""
-        count = self.times + (1 if now_counting else 0)
+    def sentence(self) -> str:
+        """`3rd time since 2026-11-28, twice on gpu-b07` (the diagnosis at hand counted)."""
         since = time.strftime("%Y-%m-%d", time.gmtime(self.first_seen))
-        text = f"{_ordinal(count)} time since {since}" if now_counting else f"seen {_times(count)} since {since}"
+        text = f"{_ordinal(self.times + 1)} time since {since}"
         if self.hosts:
             host, times = max(self.hosts.items(), key=lambda item: (item[1], item[0]))
             text += f", {_times(times)} on {host}"
@@ -205,18 +204,17 @@ class History:
         fingerprint = contract_fingerprint(document)[0]
         if fingerprint is None:
             return None
-        with self._lock:
+        with self._lock:  # what the sentence needs, not the documents
             rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM diagnosis WHERE fingerprint = ? AND id != ?{_TEAM}", (fingerprint, before or 0, *_of(team))
-            ).fetchall()
-        records = [self._record(row) for row in rows]
-        if not records:
+                f"SELECT created, seen, hosts FROM diagnosis WHERE fingerprint = ? AND id != ?{_TEAM}",
+                (fingerprint, before or 0, *_of(team))).fetchall()
+        if not rows:
             return None
         hosts: dict = {}
-        for record in records:
-            for host in record.hosts:
-                hosts[host] = hosts.get(host, 0) + record.seen
-        return Recurrence(sum(record.seen for record in records), min(record.created for record in records), hosts)
+        for _, seen, named in rows:
+            for host in filter(None, named.split(",")):
+                hosts[host] = hosts.get(host, 0) + seen
+        return Recurrence(sum(seen for _, seen, _ in rows), min(created for created, _, _ in rows), hosts)
 
     def list(self, limit: int = 200, team: str | None = None) -> list[Record]:
         return self.search(limit=limit, team=team)
@@ -317,14 +315,30 @@ def _stored(document: dict) -> dict:
     return {key: value for key, value in document.items() if key != "history"}
 
 
+def title_of(document: dict, kb=None) -> str:
+    """A short line for the history list: the failure, where it started, what was read."""
+    primary = document.get("primary")
+    files = (document.get("inputs") or {}).get("files") or []
+    read = files[0] if len(files) == 1 else f"{len(files)} files"
+    if not primary:
+        return f"{'no failure found' if document.get('status') == 'healthy' else 'unexplained failure'} · {read}"
+    failure = primary.get("entry_id") or primary.get("failure_id") or "failure"
+    if kb is not None and failure in kb:
+        failure = kb.get(failure).title
+    where = primary.get("initiating") or {}
+    at = f" on rank {where['rank']}" if where.get("rank") is not None else (f" on {where['host']}" if where.get("host") else "")
+    return f"{failure}{at} · {read}"
+
+
 def job_of(document: dict) -> str:
     """The job a diagnosis is of: the folder its input files share ('' when they share none)."""
-    files = [str(name) for name in (document.get("inputs") or {}).get("files") or []]
-    if not files:
+    folders = [posixpath.dirname(str(name).replace("\\", "/")) for name in (document.get("inputs") or {}).get("files") or []]
+    if not folders or not all(folders):
         return ""
-    folders = [name.replace("\\", "/").rsplit("/", 1)[0] if "/" in name.replace("\\", "/") else "" for name in files]
-    common = os.path.commonprefix(folders)
-    return common.rsplit("/", 1)[0] if common and not all(folder == common for folder in folders) else common
+    try:
+        return posixpath.commonpath(folders)
+    except ValueError:  # absolute and relative names mixed
+        return ""
 
 
 def _started_on(document: dict) -> list[str]:

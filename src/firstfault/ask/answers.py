@@ -25,13 +25,11 @@ def answer(intent: asked.Intent, contract: dict, kb=None, recurrence=None, histo
            baseline: dict | None = None) -> Answer:
     """`recurrence`: the history's earlier sightings of this failure; `baseline`: the diagnosis of
     the job's last healthy run in the history (for `what changed`)."""
-    if intent.kind == asked.CHANGED:
-        return _changed(contract, baseline, history_on)
     handler = _HANDLERS.get(intent.kind, _unknown)
-    return handler(intent, contract, kb, recurrence, history_on)
+    return handler(intent, contract, kb, recurrence, history_on, baseline)
 
 
-def _changed(contract: dict, baseline: dict | None, history_on: bool) -> Answer:
+def _changed(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     if not history_on:
         return Answer(asked.CHANGED, ("The history is off: diagnose with --save to compare with the job's last healthy run.",))
     if baseline is None:
@@ -119,7 +117,7 @@ def _because_lines(contract: dict) -> tuple[list[str], tuple[dict, ...]]:
 
 # -- the intents ---------------------------------------------------------------------------------------
 
-def _why(intent, contract, kb, recurrence, history_on) -> Answer:
+def _why(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     if contract.get("status") == "healthy":
         lines, cited = _because_lines(contract)
         return Answer(intent.kind, ("The run is healthy:", *lines), cited)
@@ -139,7 +137,7 @@ def _who(place: dict) -> str:
     return " on ".join(parts) if parts else "a process the logs do not name (no rank or host on its line)"
 
 
-def _why_not_rank(intent, contract, kb, recurrence, history_on) -> Answer:
+def _why_not_rank(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     rank, where = intent.rank, _where(contract)
     if where.get("rank") == rank:
         told = _why(intent, contract, kb, recurrence, history_on)
@@ -193,7 +191,7 @@ def _rank_state(row: dict) -> tuple[str, tuple[dict, ...]]:
     return text, cited
 
 
-def _rank_last(intent, contract, kb, recurrence, history_on) -> Answer:
+def _rank_last(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     row = _rank_row(contract, intent.rank)
     if row is None:
         seen = [item.get("rank") for item in contract.get("ranks") or []]
@@ -208,7 +206,7 @@ def _host_rows(contract: dict, host: str) -> list[dict]:
     return [row for row in contract.get("ranks") or [] if (row.get("host") or "").lower() == host.lower()]
 
 
-def _host_last(intent, contract, kb, recurrence, history_on) -> Answer:
+def _host_last(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     rows = _host_rows(contract, intent.host)
     if not rows:
         hosts = (contract.get("inputs") or {}).get("hosts") or []
@@ -222,7 +220,7 @@ def _host_last(intent, contract, kb, recurrence, history_on) -> Answer:
     return Answer(intent.kind, tuple(lines), _unique(cited))
 
 
-def _why_not_host(intent, contract, kb, recurrence, history_on) -> Answer:
+def _why_not_host(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     where = _where(contract)
     if (where.get("host") or "").lower() == intent.host.lower():
         told = _why(intent, contract, kb, recurrence, history_on)
@@ -233,7 +231,7 @@ def _why_not_host(intent, contract, kb, recurrence, history_on) -> Answer:
                                              f"at {_at(first or where)}."), told.evidence + _cite(first or where, first.get("text")))
 
 
-def _why_not_class(intent, contract, kb, recurrence, history_on) -> Answer:
+def _why_not_class(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     words = {word for word in intent.words.replace("-", " ").split() if len(word) > 2 and word not in ("the", "this", "that")}
     best, score = None, 0
     for item in contract.get("collateral") or []:
@@ -260,7 +258,7 @@ def _why_not_class(intent, contract, kb, recurrence, history_on) -> Answer:
                                 f"The first fault is {_failure_words(contract)}.",))
 
 
-def _alternatives(intent, contract, kb, recurrence, history_on) -> Answer:
+def _alternatives(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     primary = _primary(contract)
     if not primary or kb is None or primary.get("entry_id") not in kb:
         return Answer(intent.kind, ("There is no named failure to compare with look-alikes.",))
@@ -280,7 +278,7 @@ def _alternatives(intent, contract, kb, recurrence, history_on) -> Answer:
     return Answer(intent.kind, tuple(lines))
 
 
-def _seen_before(intent, contract, kb, recurrence, history_on) -> Answer:
+def _seen_before(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     if not history_on:
         return Answer(intent.kind, ("The history is off: diagnose with --save to keep diagnoses and see recurrences.",))
     if contract.get("status") == "healthy":
@@ -288,10 +286,10 @@ def _seen_before(intent, contract, kb, recurrence, history_on) -> Answer:
     if recurrence is None:
         return Answer(intent.kind, ("Not before: no earlier diagnosis in the history has this fingerprint "
                                     "(the same class and first-fault line, numbers, hosts and times aside).",))
-    return Answer(intent.kind, (f"Yes: {recurrence.sentence(now_counting=True)}.",))
+    return Answer(intent.kind, (f"Yes: {recurrence.sentence()}.",))
 
 
-def _restart(intent, contract, kb, recurrence, history_on) -> Answer:
+def _restart(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     if contract.get("status") == "healthy":
         return Answer(intent.kind, ("Nothing failed: there is nothing to restart for.",))
     action = contract.get("action") or "fix-and-rerun"
@@ -313,7 +311,7 @@ def _restart(intent, contract, kb, recurrence, history_on) -> Answer:
     return Answer(intent.kind, tuple(lines))
 
 
-def _unknown(intent, contract, kb, recurrence, history_on) -> Answer:
+def _unknown(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     lines = ["This question is not one firstfault can answer from the diagnosis. It answers:"]
     lines += [f"- {question}: {what}" for question, what in asked.SUPPORTED]
     return Answer(asked.UNKNOWN, tuple(lines))
@@ -344,5 +342,5 @@ def _unique(cited: tuple[dict, ...]) -> tuple[dict, ...]:
 _HANDLERS = {
     asked.WHY: _why, asked.WHY_RANK: _why_not_rank, asked.WHY_NOT_RANK: _why_not_rank, asked.RANK_LAST: _rank_last,
     asked.HOST_LAST: _host_last, asked.WHY_NOT_HOST: _why_not_host, asked.WHY_NOT_CLASS: _why_not_class,
-    asked.ALTERNATIVES: _alternatives, asked.SEEN_BEFORE: _seen_before, asked.RESTART: _restart,
+    asked.ALTERNATIVES: _alternatives, asked.SEEN_BEFORE: _seen_before, asked.RESTART: _restart, asked.CHANGED: _changed,
 }

@@ -42,7 +42,7 @@ def render(diagnosis, kb, output_format: str, color: bool = False, history: dict
 def save(diagnosis, kb, db: str | None, origin: str = "cli") -> dict:
     """Record the diagnosis in the history; what the report says of it."""
     from ..render.contract import to_contract
-    from ..web.report import title_of
+    from ..history import title_of
     from .history import open_history
 
     contract = to_contract(diagnosis)
@@ -52,7 +52,7 @@ def save(diagnosis, kb, db: str | None, origin: str = "cli") -> dict:
     seen = None
     if earlier is not None:
         seen = {"times": earlier.times, "first_seen": earlier.first_seen, "hosts": earlier.hosts,
-                "sentence": earlier.sentence(now_counting=True)}
+                "sentence": earlier.sentence()}
     return {"id": entry, "database": history.path, "seen_before": seen}
 
 

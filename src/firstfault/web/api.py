@@ -78,9 +78,9 @@ async def api_diagnose(
     diagnosis, document = await service.diagnose(request.app, submission, request)
     headers = {}
     if save:
-        record_id = service.save(request, document)
-        if record_id is not None:
-            headers["location"] = f"/api/history/{record_id}"
+        saved = service.save(request, document)
+        if saved is not None:
+            headers["location"] = f"/api/history/{saved.id}"
     return JSONResponse(to_contract(diagnosis), headers=headers)
 
 
@@ -149,9 +149,10 @@ def api_history_delete(request: Request, record_id: int):
 async def api_history_push(request: Request, origin: str = Query("watch", pattern="^(watch|run|cli|editor)$")):
     from ..ingest.structured import loads_json
     from ..mask import mask_secrets
+    from ..model import map_strings
     from .auth import required_history
 
-    history = required_history(request)
+    required_history(request)  # a 404 when the server keeps no history
     try:
         document = loads_json(await request.body(), max_depth=12)
     except ValueError:
@@ -159,23 +160,11 @@ async def api_history_push(request: Request, origin: str = Query("watch", patter
     if not isinstance(document, dict) or document.get("schema") != "firstfault.diagnosis/1":
         raise InputRejected(422, "not_a_diagnosis", "the body is not a firstfault.diagnosis/1 contract",
                             "send what `firstfault diagnose --format json` prints")
-    document = _masked(document, mask_secrets)  # masked where it was made; again here, where it is kept
-    earlier = history.recurrence(document)
-    entry = service.save(request, document, origin)
-    audit(request, "diagnosed", f"#{entry} from {origin}")
-    seen = earlier.sentence(now_counting=True) if earlier is not None else ""
-    return JSONResponse({"id": entry, "seen_before": seen or None}, status_code=201,
-                        headers={"location": f"/api/history/{entry}"})
-
-
-def _masked(value, mask):
-    if isinstance(value, str):
-        return mask(value)
-    if isinstance(value, list):
-        return [_masked(item, mask) for item in value]
-    if isinstance(value, dict):
-        return {key: _masked(item, mask) for key, item in value.items()}
-    return value
+    document = map_strings(document, mask_secrets)  # masked where it was made; again here, where it is kept
+    saved = service.save(request, document, origin)
+    audit(request, "diagnosed", f"#{saved.id} from {origin}")
+    return JSONResponse({"id": saved.id, "seen_before": saved.seen or None}, status_code=201,
+                        headers={"location": f"/api/history/{saved.id}"})
 
 
 @router.get("/api/alerts", tags=["history"], summary="The team's alert webhooks")

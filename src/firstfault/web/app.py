@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..errors import FirstfaultError
 from ..kb import load_knowledge_base
+from .auth import LOCAL, SESSION_COOKIE
 from .errors import error_response, wants_html
 from .ingress import BodyLimit
 from .limits import InputRejected, Limits
@@ -200,8 +201,6 @@ class Guard:
         """(who sent the request, or a refusal): everyone is this machine's user unless the
         server was started to sign in; then a Bearer token, or the session cookie a token
         opened, is needed everywhere but the sign-in page and the static files."""
-        from .auth import LOCAL, SESSION_COOKIE
-
         if self.auth is None:
             return LOCAL, None
         path = request.url.path

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass
@@ -59,10 +60,8 @@ class TokenStore:
             self.history.execute(
                 "INSERT INTO tokens (name, lookup, team, admin, salt, hash, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (name, lookup, team, int(admin), salt, _scrypt(secret, salt), time.time()))
-        except Exception as exc:  # sqlite3.IntegrityError: the name is taken
-            if "UNIQUE" in str(exc):
-                raise UsageError(f"a token called {name!r} exists", "revoke it first, or choose another name") from None
-            raise
+        except sqlite3.IntegrityError:  # the name is taken
+            raise UsageError(f"a token called {name!r} exists", "revoke it first, or choose another name") from None
         self.audit(Identity(name, team, admin), "token-created", name)
         return f"{PREFIX}.{lookup}.{secret}"
 
@@ -218,9 +217,6 @@ class TeamHistory:
 
     def list(self, limit: int = 200):
         return self.history.list(limit, team=self.team)
-
-    def search(self, **filters):
-        return self.history.search(**filters, team=self.team)
 
     def get(self, record_id: int):
         return self.history.get(record_id, team=self.team)

@@ -23,9 +23,9 @@ def diagnose_form(request: Request):
 async def diagnose_submit(request: Request):
     submission = await submission_from_form(request, request.app.state.limits)
     _, document = await service.diagnose(request.app, submission, request)
-    record_id = service.save(request, document)
-    if record_id is not None:
-        return RedirectResponse(f"/history/{record_id}", status_code=303)
+    saved = service.save(request, document)
+    if saved is not None:
+        return RedirectResponse(f"/history/{saved.id}", status_code=303)
     return result_page(request, document, record_id=None)
 
 

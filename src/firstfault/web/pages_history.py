@@ -33,7 +33,7 @@ def history_item(request: Request, record_id: int):
     record = _record(history, record_id)
     audit(request, "viewed", f"#{record.id}")
     earlier = history.recurrence(record.document, before=record.id)
-    seen = earlier.sentence(now_counting=True) if earlier is not None else ""
+    seen = earlier.sentence() if earlier is not None else ""
     return result_page(request, record.document, record_id=record.id, created=record.created, seen_before=seen)
 
 

@@ -80,18 +80,3 @@ def labels_of(document: dict) -> dict[str, str]:
               document.get("error_lines") or [], document.get("timeline") or [], [primary.get("initiating") or {}]]
     sources += [item.get("source") for group in groups for item in group if isinstance(item, dict) and item.get("source")]
     return source_labels(sources)
-
-
-def title_of(document: dict, kb=None) -> str:
-    """A short line for the history list: the failure, where it started, what was read."""
-    primary = document.get("primary")
-    files = (document.get("inputs") or {}).get("files") or []
-    read = files[0] if len(files) == 1 else f"{len(files)} files"
-    if not primary:
-        return f"{'no failure found' if document.get('status') == 'healthy' else 'unexplained failure'} · {read}"
-    failure = primary.get("entry_id") or primary.get("failure_id") or "failure"
-    if kb is not None and failure in kb:
-        failure = kb.get(failure).title
-    where = primary.get("initiating") or {}
-    at = f" on rank {where['rank']}" if where.get("rank") is not None else (f" on {where['host']}" if where.get("host") else "")
-    return f"{failure}{at} · {read}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
 
@@ -13,7 +14,8 @@ from ..model import Diagnosis
 from . import samples
 from .ingress import UNREADABLE_HINT, Submission
 from .limits import InputRejected
-from .report import build_document, title_of
+from ..history import title_of
+from .report import build_document
 
 
 async def diagnose(app, submission: Submission, request=None) -> tuple[Diagnosis, dict]:
@@ -168,7 +170,13 @@ class DiagnosisWatch:
         self.check()
 
 
-def save(request, document: dict, origin: str = "web") -> int | None:
+@dataclass(frozen=True)
+class Saved:
+    id: int
+    seen: str  # when the team saw this failure before (`3rd time since ...`), "" the first time
+
+
+def save(request, document: dict, origin: str = "web") -> Saved | None:
     """Store the masked document, as the asking team's, and call the team's alert webhooks it
     matches; None when the history is off."""
     from .auth import team_history
@@ -179,7 +187,7 @@ def save(request, document: dict, origin: str = "web") -> int | None:
         return None
     title = title_of(document, request.app.state.kb)
     earlier = history.recurrence(document)
+    seen = earlier.sentence() if earlier is not None else ""
     entry = history.add(document, title, origin)
-    notify(history.history, history.identity.team, document, entry, title,
-           earlier.sentence(now_counting=True) if earlier is not None else "")
-    return entry
+    notify(history.history, history.identity.team, document, entry, title, seen)
+    return Saved(entry, seen)
