@@ -115,3 +115,14 @@ def test_a_secret_on_the_last_line_a_hang_verdict_quotes_is_masked():
     document = json.loads(render(diagnose_texts([("slurm-7.out", "\n".join(lines) + "\n")])))
     assert document["primary"]["initiating"]["rank"] == 2
     assert token not in json.dumps(document)
+
+
+def test_a_value_longer_than_the_bound_is_masked_whole():
+    """Found by the fuzz test: a 3,000-character password kept its last 952 characters (the
+    value pattern stops at 2,048), and masking the result again changed it."""
+    for value in ("7" * 3000, "'" + "7" * 3000 + "'", '"' + "7" * 2100 + '"'):
+        masked = mask_secrets(f"login refused: password={value} for user bob")
+        assert "7" not in masked and masked.endswith(" for user bob"), masked[:80]
+        assert mask_secrets(masked) == masked
+    unclosed = mask_secrets("login refused: password='" + "7" * 3000 + " for user bob")  # to the end of the line
+    assert unclosed == "login refused: password='<masked>" and mask_secrets(unclosed) == unclosed

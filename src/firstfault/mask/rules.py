@@ -161,7 +161,22 @@ _QUOTED_VALUE = (
     r"|[\"'][^\"'\n]{1,%(n)d}"  # a quote that the (cut) line never closes
 ) % {"n": MAX_VALUE}
 _UNQUOTED_VALUE = r"[^\s\"'`,;&(){}\[\]]{1,%d}" % MAX_VALUE
+_UNQUOTED_RUN = re.compile(r"[^\s\"'`,;&(){}\[\]]*")  # the rest of an unquoted value past the bound
 _OPENING = LazyPattern(r"[bBrRuU]{1,2}(?=[\"'])|(?:\\\\){0,3}\\(?=\")")
+
+
+def _rest_of_long_value(text: str, end: int, opening: str, closing: str) -> tuple[int, str]:
+    """(end, closing quote) of a value whose match stopped at MAX_VALUE characters: an unquoted
+    one runs on to its separator, a quoted one to its closing quote or the end of the line."""
+    if not opening:
+        return _UNQUOTED_RUN.match(text, end).end(), ""
+    if closing:
+        return end, closing
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    quote = opening[-1]
+    found = text.find(quote, end, line_end)
+    return (found + 1, quote) if found >= 0 else (line_end, "")
 
 
 def _unquote(value: str) -> tuple[str, str, str]:
@@ -249,6 +264,8 @@ class KeyValueRule:
         if not self.names.hides(key, inner):
             return None, 0
         end = value.end()
+        if len(inner) >= MAX_VALUE:  # a value cut at the bound: its rest goes too
+            end, closing = _rest_of_long_value(text, end, opening, closing)
         if not opening and self.names.strength(key) == "strong" and self._may_hold_spaces(match):
             found = _NEXT_ITEM.search(text, end, end + MAX_VALUE)
             end = found.start() if found else min(len(text), end + MAX_VALUE)
