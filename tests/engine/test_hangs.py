@@ -83,3 +83,20 @@ def test_uneven_batches_whoever_timed_out_first():
     late = [("rank0.log", _BACKWARD_TIMEOUT.format(r=0)), ("rank1.log", _BACKWARD_TIMEOUT.format(r=1)),
             ("rank2.log", _BARRIER_DISCONNECT)]
     assert _answer(late) == ("uneven-batches-hang", 2)
+
+
+def _epoch_lines(rank: int, epochs) -> str:
+    return "".join(f"2026-03-01 10:00:0{epoch},000 INFO train: epoch {epoch}: rank {rank} shard has 128 samples -> 8 steps\n"
+                   for epoch in epochs)
+
+
+def test_a_barrier_against_a_later_epochs_all_reduce_is_an_extra_barrier_not_uneven_data():
+    """What each rank did last tells the two apart: uneven data leaves the others in the same
+    epoch; an extra barrier on one rank pairs with their epoch-end barrier, and they go on into
+    the next epoch (its traceback's frames do not hide the epoch it was in)."""
+    extra = [(f"rank{r}.log", _epoch_lines(r, (0, 1)) + _BACKWARD_TIMEOUT.format(r=r) + "\n") for r in (1, 2)]
+    extra.append(("rank0.log", _epoch_lines(0, (0,)) + _gloo_timeout(0, "barrier") + "\n"))
+    assert _answer(extra) == ("collective-mismatch", 0)
+    uneven = [(f"rank{r}.log", _epoch_lines(r, (0, 1)) + _BACKWARD_TIMEOUT.format(r=r) + "\n") for r in (1, 2)]
+    uneven.append(("rank0.log", _epoch_lines(0, (0, 1)) + _gloo_timeout(0, "barrier") + "\n"))
+    assert _answer(uneven) == ("uneven-batches-hang", 0)

@@ -209,3 +209,30 @@ def test_ray_task_error_names_the_workers_node(tmp_path):
                        "ray.exceptions.RayTaskError(IndexError): ray::RayTrainWorker._RayTrainWorker__execute() "
                        "(pid=1436, ip=172.31.33.87, repr=<ray.train._internal.worker_group.RayTrainWorker object at 0x7f>)\n"
                        ) == (2, "172.31.33.87")
+
+
+_TABLE_FOR_RANK_3 = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-07-02_13:47:10
+  host      : sft-node-09
+  rank      : 3 (local_rank: 3)
+  exitcode  : 1 (pid: 60214)
+"""
+
+
+@pytest.mark.parametrize("size_line, host", [
+    ("[INFO:swift] rank: 0, local_rank: 0, world_size: 4, local_world_size: 4", "sft-node-09"),
+    ("+ NPROC_PER_NODE=4 swift sft --model m", "sft-node-09"),
+    # two nodes of two: rank 2 runs on the other node, which no line names
+    ("+ torchrun --nnodes 2 --nproc_per_node 2 train.py", None),
+])
+def test_the_one_named_host_of_a_single_node_job_is_every_ranks(tmp_path, size_line, host):
+    """The failure table names the host of another rank; a job of one node (its per-node size
+    said as a flag, an environment variable or a start-up line) runs every rank there."""
+    _write(tmp_path / "train.log", size_line + "\n"
+           "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total capacity of 79.10 GiB\n"
+           + _TABLE_FOR_RANK_3)
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (2, host)
+    assert {row.rank: row.host for row in diagnosis.ranks}.get(2) == host  # the table says what the verdict says

@@ -78,6 +78,18 @@ def test_teardown_after_launcher_report_keeps_errors_before_it():
     assert [incident.failure_id for incident in decided.roots] == ["user-code-exception"]
 
 
+def test_teardown_after_launcher_report_when_only_timeouts_came_before_it():
+    """The ranks timed out first, the launcher reported one, then its agent lost the store: the
+    job hung, the store error is teardown, and the hang decides. With nothing at all before the
+    report, the report is all there is to go on and nothing is dropped."""
+    report = context("launcher-failed", 20, rank=0, captures={"code": "-6", "local": "0", "pid": "7"}, time=50.0)
+    late = hit("rendezvous-failure", 30, time=51.0)
+    built = facts([timeout(5, 1, time=49.0), report, late])
+    assert rule("teardown-after-launcher-report").apply(built, start(built)).roots == ()
+    alone = facts([report, late])
+    assert rule("teardown-after-launcher-report").apply(alone, start(alone)) is None
+
+
 def test_outlived_by_progress_drops_an_error_the_same_rank_went_on_from():
     progress = stream(0, [(10, None, "download failed, retrying"), (20, None, "step 10 loss 2.1"), (30, None, "step 20 loss 1.9")])
     built = facts([hit("hub-unreachable", 10, rank=0, source="rank0.log")], activity=[progress])

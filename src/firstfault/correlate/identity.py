@@ -219,6 +219,17 @@ class IdentityMap:
         what = f"node {task} (srun task {task})" if tasks_are_nodes else f"srun task {task}"
         return Named(host, f"Slurm reports {what} on that host", (where,) if where else ())
 
+    def sole_host(self, input_hosts=(), rank: int | None = None) -> str | None:
+        """The one host the logs name, when they name one only (in lines and file names alike) and
+        `rank` can be on it: a rank at or past the processes of one node is another node's."""
+        named = [host for host in self.named if host not in LOCAL_NAMES]
+        seen = set(named) | {host for host in input_hosts if host not in LOCAL_NAMES}
+        if len(named) != 1 or len(seen) != 1:
+            return None
+        if rank is not None and self.local_world and rank >= self.local_world:
+            return None
+        return named[0]
+
     @property
     def ranks(self) -> dict[int, tuple]:
         """Every rank the logs show, with a line that shows it."""

@@ -15,7 +15,7 @@ from ..match.progress_lines import counter_of
 from ..model import Match, RankRow
 from .events import time_key
 from .hangs import is_disconnect, op_for
-from .identity import LOCAL_NAMES, gpu_key, pid_key
+from .identity import gpu_key, pid_key
 from .ids import PEER_CRASH
 
 # How a rank ended, strongest evidence first: a rank with its own error "failed", and one that timed
@@ -223,15 +223,13 @@ def rank_rows(facts, rows: dict[int, _Row], decided: tuple | None = None) -> tup
     """The table as the reports show it. `decided`: (rank, line, host) of the first fault when a
     rule tied a line that names no rank to that rank: the table shows it failed there."""
     table = []
-    named = [host for host in facts.identity.named if host not in LOCAL_NAMES]
-    only_host = named[0] if len(named) == 1 and len(set(facts.inputs.hosts) - LOCAL_NAMES) <= 1 else None
     for rank in sorted(rows):
         row = rows[rank]
         if decided is not None and decided[0] == rank and row.first_error is None:
             row = _Row(rank, "failed", decided[1], decided[1], row.collective, row.progress, row.last_seen)
-        named = facts.identity.host_of(rank, len(rows))
         placed = facts.identity.host_of(rank, len(rows))
-        host = placed.value if placed else (decided[2] if decided is not None and decided[0] == rank else only_host)
+        host = (placed.value if placed else (decided[2] if decided is not None and decided[0] == rank else None)
+                or facts.identity.sole_host(facts.inputs.hosts, rank))
         ended = row.ended_match
         progress = row.progress[0] if row.progress else None
         table.append(RankRow(

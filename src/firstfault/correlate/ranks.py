@@ -32,7 +32,8 @@ def local_world_size(scans: list[FileScan]) -> int | None:
     highest = [max(scan.local_ranks) for scan in scans if scan.local_ranks]
     from_dirs = [scan.hints.local_rank for scan in scans if scan.hints.local_rank is not None]
     candidates = [value + 1 for value in highest + from_dirs]
-    declared = Counter(int(hit.captures.get("nproc") or hit.captures.get("procs") or hit.captures.get("config"))
+    declared = Counter(int(hit.captures.get("nproc") or hit.captures.get("procs") or hit.captures.get("config")
+                           or hit.captures.get("per_node"))
                        for scan in scans for hit in scan.hits if hit.signature.name == LAUNCHER_NPROC)
     if declared:
         candidates.append(declared.most_common(1)[0][0])

@@ -80,10 +80,18 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
              ("[Fri Jan 29 23:41:39 2021] NVRM: Xid (PCI:0000:db:00): 31, pid=13641, Ch 00000008, intr 00000000. MMU Fault",
               "[588211.100000] NVRM: Xid (PCI:0000:4e:00): 94, pid=2213, name=python, Contained: SM (0x1). RST: No, D-RST: No"),
              ("[588211.110000] NVRM: Xid (PCI:0000:4e:00): 63, pid='<unknown>', name=<unknown>, Row Remapper: New row marked",)),
-    # (torchrun's flag, DeepSpeed's launcher, torchrun's launch-config block `nproc_per_node   : 8`)
-    _context("launcher-nproc", r"--nproc[_-]per[_-]node[= ](?P<nproc>\d{1,3})\b|\bnum_local_procs=(?P<procs>\d{1,3})\b|^\s*nproc_per_node\s+: (?P<config>\d{1,3})\s*$",
-             ("  nproc_per_node   : 1", "python -m torch.distributed.launch --nproc_per_node=8 train.py"),
-             ("  nnodes           : 2",)),
+    # Processes per node: torchrun's flag, DeepSpeed's launcher, torchrun's launch-config block
+    # (`nproc_per_node   : 8`), and the per-node size as an environment variable or a script's
+    # start-up line prints it (`NPROC_PER_NODE=4` as ms-swift and LLaMA-Factory take it,
+    # torchrun's `LOCAL_WORLD_SIZE`, `local_world_size: 4`)
+    _context("launcher-nproc", r"--nproc[_-]per[_-]node[= ](?P<nproc>\d{1,3})\b|\bnum_local_procs=(?P<procs>\d{1,3})\b|^\s*nproc_per_node\s+: (?P<config>\d{1,3})\s*$"
+             r"|(?<![\w-])(?:NPROC_PER_NODE|LOCAL_WORLD_SIZE|local_world_size)(?:=|: ?)(?P<per_node>\d{1,3})\b",
+             ("  nproc_per_node   : 1", "python -m torch.distributed.launch --nproc_per_node=8 train.py",
+              "+ NPROC_PER_NODE=4 TORCH_DISTRIBUTED_DEBUG=DETAIL swift sft --model openbmb/MiniCPM-V-4_6",
+              "[INFO:swift] rank: 0, local_rank: 0, world_size: 4, local_world_size: 4",
+              "LOCAL_RANK=3 RANK=11 LOCAL_WORLD_SIZE=8 WORLD_SIZE=16"),
+             ("  nnodes           : 2", "  role_world_sizes=[4, 4, 4, 4]", "export MY_LOCAL_WORLD_SIZE=8",
+              "local_world_size must be positive")),
     # torchrun's rendezvous result (INFO): the global ranks this node's agent runs, in local-rank order
     _context("launcher-rendezvous-ranks", r"^\s*global_ranks=\[(?P<ranks>\d+(?:, ?\d+)*)\]\s*$",
              ("  global_ranks=[4, 5, 6, 7]",), ("  role_ranks=[0, 1, 2, 3]",)),

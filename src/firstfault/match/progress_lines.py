@@ -28,3 +28,24 @@ def counter_of(text: str) -> int | None:
     """The largest step-like counter on a progress line."""
     values = [int(a or b) for a, b, in ((m.group(1), m.group(2)) for m in _COUNTER.finditer(text)) if (a or b)]
     return max(values) if values else None
+
+
+_TRACE_BODY = ("frame #", "File \"", "File '", "^", "~", "Traceback (most recent call last)", "Exception raised from")
+
+
+def is_traceback_body(text: str) -> bool:
+    """A traceback's frame, code or caret line (Python's or c10's): it says where a process was
+    in the code when it raised, not what it was doing."""
+    stripped = text.strip()
+    return stripped.startswith(_TRACE_BODY) or (text.startswith("    ") and bool(stripped))
+
+
+# `epoch 3`, `Epoch 3:`, `epoch=3`, `[epoch 3]`, `Epoch 3/10` (not `epochs 10`, a setting)
+_EPOCH = re.compile(r"(?i)\bepoch\b\s*[:=#]?\s*\[?\s*(\d{1,6})\b")
+
+
+def epoch_of(text: str) -> int | None:
+    """The epoch a line names, when it names one."""
+    found = _EPOCH.search(text)
+    return int(found.group(1)) if found else None
+

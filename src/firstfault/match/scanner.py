@@ -19,7 +19,7 @@ from ..mask import mask_secrets
 from ..mask.continuation import mask_continuation, starts_like_a_continuation
 from ..model import Signature
 from .compiler import Matcher
-from .progress_lines import is_progress
+from .progress_lines import is_progress, is_traceback_body
 
 TIME_LOOKBACK_LINES = 60
 TAIL_LINES = 8  # the last lines kept of each rank stream: what it was doing when it stopped
@@ -254,7 +254,8 @@ class Scanner:
                         stream, text_ranks = (None, named), True
                 kept = found.setdefault(stream, [])
                 steps = progress.setdefault(stream, [])
-                wanted_line = len(kept) < TAIL_LINES
+                # (a traceback's frames would fill the tail: what the rank did before it raised is kept)
+                wanted_line = len(kept) < TAIL_LINES and not is_traceback_body(line[prefix.offset:])
                 wanted_step = len(steps) < PROGRESS_TAIL_LINES and is_progress(line[prefix.offset:])
                 if wanted_line or wanted_step:
                     # unmasked here: what a diagnosis shows of these lines passes the masker with

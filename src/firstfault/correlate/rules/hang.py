@@ -42,9 +42,9 @@ def own_line(facts: Facts, rank: int, failure_id: str) -> Match | None:
 
 def _says_something(text: str) -> bool:
     """A log message, not a traceback's code line, caret line or C++ frame."""
-    stripped = text.strip()
-    return bool(stripped) and not stripped.startswith(("frame #", "File ", "^", "~", "Traceback", "Exception raised from")) \
-        and any(char.isalpha() for char in stripped) and not text.startswith("    ")
+    from ...match.progress_lines import is_traceback_body
+
+    return any(char.isalpha() for char in text) and not is_traceback_body(text)
 
 
 def hang_decision(facts: Facts, decision: Decision, rule_id: str, failure_id: str, rank: int | None,
@@ -111,10 +111,19 @@ def different_collectives(facts: Facts, decision: Decision) -> Decision | None:
     for rank, op in every_op.items():
         groups[op].append(rank)
     if "barrier" in groups and len(groups) == 2 and any(op in BACKWARD_OPS for op in groups):
-        # uneven data: the odd side is the smaller one, and the ranks whose data ran out first
-        # (at the epoch-end barrier) on a tie
         early = sorted(groups["barrier"])
         late = sorted(next(members for op, members in groups.items() if op != "barrier"))
+        ahead = _epoch_ahead(facts, early, late)
+        if ahead is not None:
+            # the ranks in the backward all-reduce had begun a later epoch: the barrier of the
+            # others paired with their epoch-end barrier, so the barrier was one collective more
+            single = early[0] if len(early) == 1 else None
+            reason = (f"ranks {early} waited in a barrier at the end of epoch {ahead[0]} while ranks {late} had begun "
+                      f"epoch {ahead[1]} and waited in its backward all-reduce: ranks {early} called a barrier the "
+                      "others did not (theirs paired with the others' epoch-end barrier)")
+            return hang_decision(facts, decision, "hang-different-collectives", MISMATCH, single, reason, first.get(single))
+        # uneven data: the odd side is the smaller one, and the ranks whose data ran out first
+        # (at the epoch-end barrier) on a tie
         odd = early if len(early) <= len(late) else late
         single = odd[0] if len(odd) == 1 else None
         reason = (f"ranks {early} reached the end-of-epoch barrier while ranks {late} were still in the backward all-reduce"
@@ -128,6 +137,27 @@ def different_collectives(facts: Facts, decision: Decision) -> Decision | None:
     return hang_decision(facts, decision, "hang-different-collectives", MISMATCH, single,
                          f"ranks were in different collectives ({described})",
                          first.get(single) or next(iter(first.values())))
+
+
+def _last_epoch(facts: Facts, rank: int) -> int | None:
+    """The epoch named by the last line of the rank's own output that names one."""
+    from ...match.progress_lines import epoch_of
+
+    lines = sorted((line for stream in facts.activity if stream.rank == rank for line in stream.lines),
+                   key=lambda line: (line.time is None, line.time or 0.0, line.line))
+    return next((epoch for line in reversed(lines) if (epoch := epoch_of(line.text)) is not None), None)
+
+
+def _epoch_ahead(facts: Facts, early: list[int], late: list[int]) -> tuple[int, int] | None:
+    """(epoch of the barrier side, epoch of the others) when every rank's last epoch is known and
+    the others are all past the barrier side's: they ended that epoch, so the barrier side did not
+    run out of batches first."""
+    barrier_side = {_last_epoch(facts, rank) for rank in early}
+    others = {_last_epoch(facts, rank) for rank in late}
+    if None in barrier_side or None in others or len(barrier_side) != 1:
+        return None
+    epoch = next(iter(barrier_side))
+    return (epoch, min(others)) if min(others) > epoch else None
 
 
 def _timed_out_and_disconnected(facts: Facts) -> tuple[set, set]:

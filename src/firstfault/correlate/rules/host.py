@@ -45,13 +45,8 @@ def host_of_rank(facts: Facts, decision: Decision) -> Decision | None:
 @rule("host-only-one")
 def only_host(facts: Facts, decision: Decision) -> Decision | None:
     """Every host the logs name is the same one, and the failing rank is on the first node."""
-    named = [host for host in facts.identity.named if host not in LOCAL_NAMES]
-    seen = set(named) | {host for host in facts.inputs.hosts if host not in LOCAL_NAMES}
-    if len(named) != 1 or len(seen) != 1:
+    host = facts.identity.sole_host(facts.inputs.hosts, initiating_rank(decision))
+    if host is None:
         return None
-    rank = initiating_rank(decision)
-    world = facts.identity.local_world
-    if rank is not None and world and rank >= world:
-        return None  # a rank of another node than the one the logs name
-    naming = next((m for m in facts.matches if m.line.origin.host == named[0] or m.captures.get("host") == named[0]), None)
-    return decision.with_because("host-only-one", f"the logs name one host only, {named[0]}", [naming], host=named[0])
+    naming = next((m for m in facts.matches if m.line.origin.host == host or m.captures.get("host") == host), None)
+    return decision.with_because("host-only-one", f"the logs name one host only, {host}", [naming], host=host)

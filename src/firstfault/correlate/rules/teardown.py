@@ -82,8 +82,10 @@ def after_launcher_report(facts: Facts, decision: Decision) -> Decision | None:
         return None
     first = min(reports, key=time_key)
     roots, symptoms = _narrowed(decision, time_key(first), LAUNCHER_SLACK_SECONDS)
-    if not roots:
+    waited_before = any(not_after(time_key(first), match, LAUNCHER_SLACK_SECONDS) for match in facts.timeouts)
+    if not roots and not waited_before:
         return None  # nothing came before the report: the report is all there is to go on
+    # (ranks that timed out before it: the job hung first, and the hang decides)
     return _dropping(decision, roots, symptoms, first, "teardown-after-launcher-report",
                      "came after the launcher reported a worker failing: they are teardown")
 
