@@ -100,3 +100,17 @@ def test_a_barrier_against_a_later_epochs_all_reduce_is_an_extra_barrier_not_une
     uneven = [(f"rank{r}.log", _epoch_lines(r, (0, 1)) + _BACKWARD_TIMEOUT.format(r=r) + "\n") for r in (1, 2)]
     uneven.append(("rank0.log", _epoch_lines(0, (0, 1)) + _gloo_timeout(0, "barrier") + "\n"))
     assert _answer(uneven) == ("uneven-batches-hang", 0)
+
+
+def _lone_watchdog(hh_mm_ss: str) -> str:
+    return (f"[rank0]:[E0520 {hh_mm_ss}.310000777 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=124377, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800090 milliseconds before timing out.\n")
+
+
+def test_a_lone_timeout_in_a_collective_begun_after_training_ended_is_one_only_that_rank_called():
+    head = ("[rank0]: initializing (rank 0/4 on gpu-l40s-04, local_rank 0)\n[rank1]: ready\n[rank2]: ready\n[rank3]: ready\n"
+            "[2026-05-20 15:41:35,000][train][INFO] - Training complete; artefacts in outputs/run\n")
+    after = diagnose_texts([("slurm.out", head + _lone_watchdog("16:11:35"))])  # began 15:41:35, as training ended
+    assert (after.primary.failure_id, after.initiating.rank) == ("collective-mismatch", 0)
+    during = diagnose_texts([("slurm.out", head + _lone_watchdog("15:51:35"))])  # began 15:21:35, during training
+    assert during.primary.failure_id == "collective-timeout-straggler"

@@ -236,3 +236,15 @@ def test_the_one_named_host_of_a_single_node_job_is_every_ranks(tmp_path, size_l
     diagnosis = diagnose_paths([str(tmp_path)])
     assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (2, host)
     assert {row.rank: row.host for row in diagnosis.ranks}.get(2) == host  # the table says what the verdict says
+
+
+def test_a_shared_consoles_unlabelled_progress_is_not_given_to_the_one_rank_named(tmp_path):
+    """Four processes print to one console without prefixes; the failure table names rank 2.
+    The progress lines could be any rank's (here rank 0 alone evaluates): rank 2's row does not
+    take them."""
+    _write(tmp_path / "slurm.out", "+ python -m torch.distributed.run --standalone --nnodes=1 --nproc-per-node=4 rnn.py\n"
+           "ep 12 'dev' eval, step 500, ce 1.610, 0.290 sec/step\nep 12 'dev' eval, step 1000, ce 1.600, 0.306 sec/step\n"
+           "RuntimeError: Socket Timeout\n[2024-09-17 08:57:50,402] torch.distributed.elastic.multiprocessing.api: [ERROR] "
+           "failed (exitcode: 1) local_rank: 2 (pid: 60214) of binary: /usr/bin/python3.11\n" + _TABLE_FOR_RANK_3.replace("rank      : 3 (local_rank: 3)", "rank      : 2 (local_rank: 2)"))
+    rows = {row.rank: row for row in diagnose_paths([str(tmp_path)]).ranks}
+    assert rows[2].last_step is None and rows[2].last_progress is None

@@ -6,6 +6,7 @@ checks that every rule of the table has one.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 from firstfault.correlate.activity import StreamActivity, StreamLine
 from firstfault.correlate.facts import build_facts
@@ -272,6 +273,19 @@ def test_hang_all_timed_out_names_no_rank():
     assert decided.primary == "collective-timeout-straggler"
 
 
+def test_hang_after_the_end_a_lone_wait_begun_after_training_ended():
+    done = context("job-succeeded", 4, source="rank0.log", time=1000.0, text="Training complete")
+    lone = replace(timeout(9, 0, time=2800.0), captures={"timeout_ms": "1800000"})
+    built = facts([done, lone], ranks=range(4))
+    decided = rule("hang-after-the-end").apply(built, start(built))
+    assert (decided.primary, decided.initiating.line.origin.rank) == ("collective-mismatch", 0)
+    early = replace(timeout(9, 0, time=2000.0), captures={"timeout_ms": "1800000"})  # began at 200 s, during training
+    built = facts([done, early], ranks=range(4))
+    assert rule("hang-after-the-end").apply(built, start(built)) is None
+    two = facts([done, lone, replace(timeout(9, 1, time=2800.0), captures={"timeout_ms": "1800000"})], ranks=range(4))
+    assert rule("hang-after-the-end").apply(two, start(two)) is None  # two ranks waited: for someone still at work
+
+
 def test_hang_unattributed_when_the_stop_ended_a_hang():
     built = facts([hit("preempted-sigterm", 50, time=10_000.0, source="slurm.out")])
     decided = rule("hang-unattributed").apply(built, Decision(hang="nothing was printed for 3 h"))
@@ -338,6 +352,15 @@ def test_rank_launcher_first_names_no_rank_for_a_stop_another_agent_received():
     own = context("launcher-failed", 14, rank=3, source="node1.log", captures={"code": "-9", "local": "1"}, time=5.0)
     built = facts([stop, elsewhere, own])
     assert rule("rank-launcher-first").apply(built, _decided(stop, built)).rank == 3
+
+
+def test_rank_launcher_first_names_no_waiter_for_a_straggler():
+    """A straggler verdict means another rank was slow: the rank the launcher saw exit first is
+    one that gave up waiting, so it is not named as the one that started it."""
+    wait = hit("collective-timeout-straggler", 10, role="symptom", text="RuntimeError: Socket Timeout")
+    failed = context("launcher-failed", 21, rank=2, captures={"code": "1", "local": "2"}, time=6.0)
+    built = facts([wait, failed])
+    assert rule("rank-launcher-first").apply(built, _decided(wait, built)) is None
 
 
 # host, consequences, action ---------------------------------------------------------------------

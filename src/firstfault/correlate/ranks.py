@@ -261,6 +261,12 @@ def hosts_seen(scans: list[FileScan], matches: list[Match], files: JobFiles | No
     return sorted(hosts)
 
 
+def _shared_console(scan: FileScan, world: int | None) -> bool:
+    """A console several processes of a node print to without prefixes: its unlabelled lines are
+    not the one rank an error line was tied to (the others print there too)."""
+    return bool(world and world > 1) and scan.hints.rank is None and scan.hints.local_rank is None
+
+
 def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles | None = None) -> list:
     """What each rank stream printed last (the scans' tails), with its global rank and host."""
     from .activity import StreamActivity, StreamLine
@@ -280,7 +286,7 @@ def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles
                 rank = scan.hints.rank if scan.hints.rank is not None else _own_file_rank(scan, offset)
                 if rank is None and len(scan.global_ranks) == 1:
                     rank = next(iter(scan.global_ranks))
-                if rank is None and len(file_ranks.get(scan.input.display, ())) == 1:
+                if rank is None and len(file_ranks.get(scan.input.display, ())) == 1 and not _shared_console(scan, world):
                     rank = next(iter(file_ranks[scan.input.display]))
                 host = hosts[scan.input.display]
             else:

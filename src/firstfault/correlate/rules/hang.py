@@ -280,6 +280,46 @@ def first_collective(facts: Facts, decision: Decision) -> Decision | None:
     return hang_decision(facts, decision, "hang-first-collective", P2P_FAILURE, None, reason, first)
 
 
+FINISHED_SLACK_SECONDS = 5.0  # a collective begun this long before the end was announced still counts as after it
+
+
+@rule("hang-after-the-end")
+def after_the_end(facts: Facts, decision: Decision) -> Decision | None:
+    """One rank alone timed out in a collective it entered after the job said its training was
+    done (`Training complete`, `Trainer.fit stopped`): the other ranks had no collective left to
+    call, so that one was a collective only this rank called (a barrier or all-reduce inside
+    `if rank == 0:` after fit), not a wait for a slow peer. (One corpus case uses it so far:
+    dev/lightning-rank0-extra-barrier-postfit-hang.)"""
+    from ...match.context import JOB_SUCCEEDED
+    from ..rank_table import WAITING
+
+    waited = [rank for rank, row in facts.rows.items() if row.ended in WAITING]
+    if len(waited) != 1 or len(facts.rows) < 2:
+        return None
+    rank = waited[0]
+    wait = _waiting(facts).get(rank)
+    if wait is None or wait.line.origin.time is None or wait.line.origin.time_inherited:
+        return None
+    began = _wait_began(wait)
+    ended = [m for m in facts.matches if m.signature.name == JOB_SUCCEEDED and m.line.origin.time is not None
+             and began is not None and m.line.origin.time <= began + FINISHED_SLACK_SECONDS]
+    if not ended:
+        return None
+    finished = max(ended, key=time_key)
+    reason = (f"rank {rank} alone timed out, in a collective it entered after the job said its training was done "
+              f"({finished.line.text.strip()[:80]!r}): the other ranks had none left to call, so it was a collective "
+              f"only rank {rank} called")
+    return hang_decision(facts, decision, "hang-after-the-end", MISMATCH, rank, reason, wait, [finished])
+
+
+def _wait_began(wait: Match) -> float | None:
+    """When a timed-out collective began: the timeout's own time less the time it says it ran."""
+    waited = wait.captures.get("ran_ms") or wait.captures.get("timeout_ms")
+    if not str(waited or "").isdigit():
+        return None
+    return wait.line.origin.time - int(waited) / 1000.0
+
+
 @rule("hang-all-timed-out")
 def all_timed_out(facts: Facts, decision: Decision) -> Decision | None:
     """The ranks timed out in the same collective and nothing names the one that was late: a

@@ -10,7 +10,7 @@ from ..devices import bus_of
 from ..identity import bus_key, pid_key
 from ..events import time_key
 from ..facts import Facts, SIGTERM_CODES
-from ..ids import EXTERNAL_STOP
+from ..ids import EXTERNAL_STOP, STRAGGLER
 from ..odd_one_out import odd_rank
 from . import Decision, rule
 
@@ -192,6 +192,8 @@ def launcher_first(facts: Facts, decision: Decision) -> Decision | None:
     """The rank the launcher reported failing first with a real error (not its own SIGTERM). A stop
     from outside that one agent received is not a worker's error: other agents' reports of workers
     that failed after it are its consequences, not its rank."""
+    if facts.relations.core(decision.primary) == STRAGGLER:
+        return None  # the launcher reports a rank that gave up waiting: the one it waited for is another
     reports = [m for m in facts.matches if m.signature.name in LAUNCHER_FAILED
                and m.captures.get("code") not in SIGTERM_CODES and m.line.origin.rank is not None]
     origin = decision.initiating.line.origin
