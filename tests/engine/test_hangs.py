@@ -114,3 +114,10 @@ def test_a_lone_timeout_in_a_collective_begun_after_training_ended_is_one_only_t
     assert (after.primary.failure_id, after.initiating.rank) == ("collective-mismatch", 0)
     during = diagnose_texts([("slurm.out", head + _lone_watchdog("15:51:35"))])  # began 15:21:35, during training
     assert during.primary.failure_id == "collective-timeout-straggler"
+
+
+def test_acs_redirect_alone_is_a_setting_not_a_failure():
+    acs = "00:03.1 PCI bridge: AMD GPP Bridge\n\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n"
+    healthy = ("[2026-03-30 10:00:00,000] step 100 loss 2.1\n[2026-03-30 10:10:00,000] step 200 loss 1.9\n"
+               "{'train_runtime': 1200.5, 'train_samples_per_second': 29.9, 'train_steps_per_second': 0.9, 'train_loss': 1.9, 'epoch': 1.0}\n")
+    assert diagnose_texts([("lspci.txt", acs), ("train.log", healthy)]).status == "healthy"

@@ -150,6 +150,28 @@ def test_external_stop_ended_a_hang_not_when_the_ranks_were_busy():
     assert rule("external-stop-ended-a-hang").apply(built, start(built)) is None
 
 
+def test_external_stop_ended_a_hang_the_job_said_it_was_stuck():
+    """Five minutes of silence is short for a hang, unless the job itself kept saying its
+    processes did not answer (vLLM's engine every 60 s)."""
+    stop = hit("preempted-sigterm", 50, time=400.0, source="serve.log")
+    said = "INFO [shm_broadcast.py:466] No available shared memory broadcast block found in 60 second."
+    stuck = [stream(0, [(1, 100.0, "Model loading took 9.08 GiB"), (2, 160.0, said), (3, 220.0, said), (4, 280.0, said)])]
+    built = facts([stop], activity=stuck)
+    decided = rule("external-stop-ended-a-hang").apply(built, start(built))
+    assert decided is not None and "not answering" in decided.hang
+    quiet = [stream(0, [(1, 100.0, "Model loading took 9.08 GiB")])]
+    built = facts([stop], activity=quiet)
+    assert rule("external-stop-ended-a-hang").apply(built, start(built)) is None
+
+
+def test_hang_p2p_redirected_on_one_node():
+    acs = context("device-acs-redirect", 3, source="lspci.txt", text="ACSCtl: SrcValid+ TransBlk- ReqRedir+ CmpltRedir+")
+    built = facts([acs], ranks=(0, 1))
+    decided = rule("hang-p2p-redirected").apply(built, Decision(hang="nothing was printed for 12 min"))
+    assert decided.primary == "nccl-p2p-failure"
+    assert rule("hang-p2p-redirected").apply(facts([], ranks=(0, 1)), Decision(hang="12 min")) is None
+
+
 def test_explained_by_another_drops_consequences():
     built = facts([hit("gpu-fallen-off-bus", 3, source="dmesg.txt", time=101.0), hit("cuda-launch-failure", 9, rank=1, time=100.0)])
     decided = rule("explained-by-another").apply(built, start(built))

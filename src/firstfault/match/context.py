@@ -190,6 +190,13 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("missing-ranks", r"\[missing ranks: (?P<ranks>\d{1,6}(?:, ?\d{1,6})*)\]",
              ("[1,4]<stderr>:allreduce.avg_loss [missing ranks: 0]", "allreduce.grad.conv1 [missing ranks: 3, 5]"),
              ("[1,4]<stderr>:Stalled ops:",)),
+    # lspci's ACS control of a PCIe bridge that redirects peer requests and completions upstream:
+    # GPU peer-to-peer traffic goes through the root complex (NCCL's troubleshooting guide asks
+    # for `lspci -vvv | grep ACSCtl`). A setting, not an error: a hang with it points at P2P.
+    _context("device-acs-redirect", r"ACSCtl:\s+SrcValid[+-] TransBlk[+-] ReqRedir\+ CmpltRedir\+",
+             ("\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-",),
+             ("\t\tACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-",
+              "\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans+")),
     # NCCL choosing the loopback interface: right on one host, a fault when peers are on others
     _context("nccl-loopback-interface", r"NCCL INFO (?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(?:\[\d+\])?(?P<interface>lo):(?P<address>127\.[\d.]+)",
              ("translation-1:1746:1951 [0] NCCL INFO Bootstrap : Using [0]lo:127.0.0.1<0>",),
@@ -245,6 +252,7 @@ LAUNCHER_NODE = "launcher-node"
 DEVICE_BUS = ("device-nccl-bus", "device-smi-bus", "device-smi-table-bus")
 DEVICE_PROCESS = "device-smi-process"
 DEVICE_EVENT_PID = "device-xid-pid"
+DEVICE_ACS_REDIRECT = "device-acs-redirect"
 WORLD_SIZE = "world-size-declared"
 LAUNCHER_SIZE = "launcher-size"
 RANK_DECLARED = "rank-declared"

@@ -280,6 +280,24 @@ def first_collective(facts: Facts, decision: Decision) -> Decision | None:
     return hang_decision(facts, decision, "hang-first-collective", P2P_FAILURE, None, reason, first)
 
 
+@rule("hang-p2p-redirected")
+def p2p_redirected(facts: Facts, decision: Decision) -> Decision | None:
+    """The job hung on one node whose PCIe bridges redirect peer-to-peer traffic (lspci's ACSCtl
+    shows ReqRedir+ CmpltRedir+): GPU-to-GPU copies go through the root complex or the IOMMU and
+    can stall for good, the knowledge base's nccl-p2p-failure. (One corpus case shows it so far:
+    dev/vllm-tp2-acs-p2p-allreduce-deadlock.)"""
+    from ...match.context import DEVICE_ACS_REDIRECT
+    from ..ids import P2P_FAILURE
+
+    redirects = [m for m in facts.matches if m.signature.name == DEVICE_ACS_REDIRECT]
+    hosts = {host for host in (*facts.inputs.hosts, *facts.identity.named) if host}
+    if not redirects or len(hosts) > 1:
+        return None
+    reason = (f"the job hung, and {len(redirects)} PCIe bridge(s) of the node redirect peer-to-peer traffic "
+              "(ACSCtl ReqRedir+ CmpltRedir+): GPU peer copies go through the root complex and can stall")
+    return hang_decision(facts, decision, "hang-p2p-redirected", P2P_FAILURE, None, reason, redirects[0])
+
+
 FINISHED_SLACK_SECONDS = 5.0  # a collective begun this long before the end was announced still counts as after it
 
 

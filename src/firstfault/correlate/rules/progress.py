@@ -19,6 +19,10 @@ HANG_IDLE_FLOOR_SECONDS = 5.0  # with one rank visibly behind, a silence this lo
 IDLE_CADENCE_FACTOR = 10  # ... or this many times the job's usual gap between lines
 BEHIND_CADENCE_FACTOR = 2  # with one rank visibly behind the others, a shorter silence is enough
 SCHEDULER_WORDS = ("slurmstepd", "srun:", "sbatch", "scancel", "CANCELLED", "PREEMPT", "Terminated", "SIGTERM", "signal 15")
+# lines a process prints while it waits for the others: they say it is stuck, not working
+# (vLLM's engine every 60 s while its workers do not answer, shm_broadcast.py)
+WAITING_WORDS = ("No available shared memory broadcast block found",)
+STUCK_STATEMENTS = 2  # this many of them before a stop: the job said it hung, whatever the silence
 
 
 def _failure_lines(facts: Facts) -> frozenset:
@@ -138,7 +142,7 @@ def _work_streams(facts: Facts) -> list[StreamActivity]:
 
 def _last_work(stream: StreamActivity, before: float) -> float | None:
     times = [line.time for line in stream.lines if line.time is not None and line.time < before - 1.0
-             and not any(word in line.text for word in SCHEDULER_WORDS)]
+             and not any(word in line.text for word in (*SCHEDULER_WORDS, *WAITING_WORDS))]
     return max(times) if times else None
 
 
@@ -182,16 +186,26 @@ def stop_ended_hang(facts: Facts, decision: Decision) -> Decision | None:
     if not last:
         return None
     idle = stop_time - max(last)
-    if idle < max(HANG_IDLE_SECONDS, IDLE_CADENCE_FACTOR * _cadence(streams)):
+    said_stuck = _waiting_statements(facts, max(last), stop_time)
+    if len(said_stuck) < STUCK_STATEMENTS and idle < max(HANG_IDLE_SECONDS, IDLE_CADENCE_FACTOR * _cadence(streams)):
         # a shorter silence, still long against the job's own pace, is a hang when one rank
         # visibly stopped before the others
         ranked = [stream for stream in streams if stream.rank is not None]
         if idle < max(HANG_IDLE_FLOOR_SECONDS, BEHIND_CADENCE_FACTOR * _cadence(streams)) or _behind(ranked) is None:
             return None
     reason = f"nothing was printed for {_duration(idle)} before the job was stopped from outside"
+    if said_stuck:
+        reason = ("nothing but notices that its processes were not answering "
+                  f"({said_stuck[0].strip()[:70]!r}) was printed for {_duration(idle)} before the job was stopped from outside")
     return decision.with_because(
         "external-stop-ended-a-hang", f"{reason}: the stop ended a hang, it did not cause it", [stop],
         roots=tuple(i for i in decision.roots if i not in stops), hang=reason)
+
+
+def _waiting_statements(facts: Facts, after: float, before: float) -> list[str]:
+    """The lines between the last work and the stop in which the job says it is waiting."""
+    return [line.text for stream in facts.activity for line in stream.lines
+            if line.time is not None and after < line.time < before and any(word in line.text for word in WAITING_WORDS)]
 
 
 def _behind(streams: list[StreamActivity]) -> StreamActivity | None:

@@ -8,7 +8,7 @@ from .consequences import consequences, crash_took_down_peers
 from .host import host_of_rank, named_on_its_line, needs_host, only_host
 from .ending import job_finished, restarted_and_went_on
 from .hang import (after_the_end, all_timed_out, alone_in_barrier, different_collectives, first_collective, late_arrival,
-                   never_joined, sequence_behind, stacks_differ, step_behind)
+                   never_joined, p2p_redirected, sequence_behind, stacks_differ, step_behind)
 from .outcome import failed_unexplained, nothing_failed, survived_errors
 from .primary import earliest_root, specific_symptom, strongest_symptom
 from .progress import hang_unattributed, hung, outlived_by_progress, silent_first, stop_after_fault, stop_ended_hang
@@ -34,7 +34,7 @@ STAGES: tuple[Stage, ...] = (
           when=_undecided),
     Stage("primary", (specific_symptom, earliest_root, strongest_symptom), first_only=True, when=_undecided),
     Stage("hang", (sequence_behind, different_collectives, stacks_differ, alone_in_barrier, late_arrival, never_joined,
-                   step_behind, silent_first, first_collective, after_the_end,
+                   step_behind, silent_first, first_collective, p2p_redirected, after_the_end,
                    all_timed_out, hang_unattributed), first_only=True, when=hung),
     Stage("outcome", (nothing_failed, failed_unexplained), first_only=True, when=_undecided),
     Stage("initiating", (odd_one_out,), when=_failure),
