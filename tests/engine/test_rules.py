@@ -91,6 +91,17 @@ def test_teardown_after_launcher_report_when_only_timeouts_came_before_it():
     assert rule("teardown-after-launcher-report").apply(alone, start(alone)) is None
 
 
+def test_teardown_after_launcher_report_counts_its_sigterms_to_the_workers():
+    """`Sending process P closing signal SIGTERM`: the agent is stopping its workers; its lost
+    rendezvous store a second later is teardown, the stop before it is what is left."""
+    stop = hit("preempted-sigterm", 12, source="node1.log", time=15.86, text="Received 15 death signal, shutting down workers")
+    closing = hit("torchelastic-child-failed", 13, source="node1.log", role="collateral", name="closing-signal", time=15.87)
+    lost = hit("rendezvous-failure", 123, source="node0.log", time=16.8, inherited=True)
+    built = facts([stop, closing, lost])
+    decided = rule("teardown-after-launcher-report").apply(built, start(built))
+    assert [incident.failure_id for incident in decided.roots] == ["preempted-sigterm"]
+
+
 def test_outlived_by_progress_drops_an_error_the_same_rank_went_on_from():
     progress = stream(0, [(10, None, "download failed, retrying"), (20, None, "step 10 loss 2.1"), (30, None, "step 20 loss 1.9")])
     built = facts([hit("hub-unreachable", 10, rank=0, source="rank0.log")], activity=[progress])

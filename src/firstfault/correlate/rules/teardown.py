@@ -9,6 +9,7 @@ from . import Decision, rule
 
 CONSEQUENCE_SLACK_SECONDS = 1.0  # clocks of different hosts; times carried forward from earlier lines
 WHAT_LINES = 3  # an exception's what() text follows `terminate called after throwing` within this many lines
+CLOSING_SIGNAL = "closing-signal"  # torchrun's `Sending process P closing signal SIGTERM`
 LAUNCHER_SLACK_SECONDS = 0.2  # the launcher's report has its own exact time; only host clocks differ
 
 
@@ -77,7 +78,9 @@ def after_first_timeout(facts: Facts, decision: Decision) -> Decision | None:
 @rule("teardown-after-launcher-report")
 def after_launcher_report(facts: Facts, decision: Decision) -> Decision | None:
     """Once the launcher reported a worker failing, what other processes print is teardown."""
-    reports = [match for match in facts.launcher_failures if match.line.origin.time is not None]
+    # (its `Sending process P closing signal SIGTERM` to the others says the same: it is stopping them)
+    stopping = [match for match in facts.matches if match.signature.name == CLOSING_SIGNAL]
+    reports = [match for match in (*facts.launcher_failures, *stopping) if match.line.origin.time is not None]
     if not reports:
         return None
     first = min(reports, key=time_key)
