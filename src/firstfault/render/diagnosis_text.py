@@ -89,6 +89,12 @@ def started_line(diagnosis: Diagnosis, names: Names) -> str:
     return f"started on {who(initiating)}" + (f" at {when}" if when else "") + f" ({names.where(initiating)})"
 
 
+def ranks_phrase(ranks) -> str:
+    """`rank 3`, `ranks 0-2,5`."""
+    ranks = sorted(ranks)
+    return f"{'rank' if len(ranks) == 1 else 'ranks'} {ranks_text(ranks)}"
+
+
 def ranks_text(ranks) -> str:
     """`0-3,5`; empty when there are none (callers leave the phrase out)."""
     ranks = sorted(ranks)
@@ -215,7 +221,7 @@ def _rank_state(rows) -> str:
 def rank_lines(diagnosis: Diagnosis) -> list[str]:
     """`ranks 0-12,14-15: timed out in ALLGATHER SeqNum=118 on hgx-c07, hgx-c08`, a line per group."""
     groups = rank_groups(diagnosis)
-    lines = [f"{'rank' if len(ranks) == 1 else 'ranks'} {ranks_text(ranks)}: {state}" for ranks, state in groups[:RANK_GROUPS_SHOWN]]
+    lines = [f"{ranks_phrase(ranks)}: {state}" for ranks, state in groups[:RANK_GROUPS_SHOWN]]
     if len(groups) > RANK_GROUPS_SHOWN:
         lines.append(f"… and {len(groups) - RANK_GROUPS_SHOWN} more groups (--format json lists every rank)")
     return lines

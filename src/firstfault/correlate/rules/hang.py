@@ -100,6 +100,8 @@ def sequence_behind(facts: Facts, decision: Decision) -> Decision | None:
 @rule("hang-different-collectives")
 def different_collectives(facts: Facts, decision: Decision) -> Decision | None:
     """Ranks waiting in different collectives: uneven batches (barrier vs backward) or a desync."""
+    from ...render.diagnosis_text import ranks_phrase
+
     waiting = _waiting(facts)
     known = {rank: op for rank, match in waiting.items() if (op := op_for(match, facts.frames))}
     disconnects = first_disconnects(facts.collateral)
@@ -118,16 +120,16 @@ def different_collectives(facts: Facts, decision: Decision) -> Decision | None:
             # the ranks in the backward all-reduce had begun a later epoch: the barrier of the
             # others paired with their epoch-end barrier, so the barrier was one collective more
             single = early[0] if len(early) == 1 else None
-            reason = (f"ranks {early} waited in a barrier at the end of epoch {ahead[0]} while ranks {late} had begun "
-                      f"epoch {ahead[1]} and waited in its backward all-reduce: ranks {early} called a barrier the "
-                      "others did not (theirs paired with the others' epoch-end barrier)")
+            reason = (f"{ranks_phrase(early)} waited in a barrier at the end of epoch {ahead[0]} while {ranks_phrase(late)} "
+                      f"had begun epoch {ahead[1]} and waited in its backward all-reduce: {ranks_phrase(early)} called a "
+                      "barrier the others did not (theirs paired with the others' epoch-end barrier)")
             return hang_decision(facts, decision, "hang-different-collectives", MISMATCH, single, reason, first.get(single))
         # uneven data: the odd side is the smaller one, and the ranks whose data ran out first
         # (at the epoch-end barrier) on a tie
         odd = early if len(early) <= len(late) else late
         single = odd[0] if len(odd) == 1 else None
-        reason = (f"ranks {early} reached the end-of-epoch barrier while ranks {late} were still in the backward all-reduce"
-                  + ("" if odd is early else f": ranks {late} had more batches"))
+        reason = (f"{ranks_phrase(early)} reached the end-of-epoch barrier while {ranks_phrase(late)} were still in the "
+                  "backward all-reduce" + ("" if odd is early else f": {ranks_phrase(late)} had more batches"))
         return hang_decision(facts, decision, "hang-different-collectives", UNEVEN, single, reason, first.get(single))
     counts = Counter({op: len(members) for op, members in groups.items()})
     minority_op, minority_size = counts.most_common()[-1]
@@ -342,7 +344,7 @@ def _wait_began(wait: Match) -> float | None:
 def all_timed_out(facts: Facts, decision: Decision) -> Decision | None:
     """The ranks timed out in the same collective and nothing names the one that was late: a
     straggler the logs do not name (the sentence says which ranks timed out, from the table)."""
-    from ...render.diagnosis_text import ranks_text
+    from ...render.diagnosis_text import ranks_phrase
     from ..rank_table import WAITING
 
     if not facts.timeouts:
@@ -350,7 +352,7 @@ def all_timed_out(facts: Facts, decision: Decision) -> Decision | None:
     waited = sorted(rank for rank, row in facts.rows.items() if row.ended in WAITING)
     others = sorted(set(facts.rows) - set(waited))
     if others and waited:
-        reason = (f"ranks {ranks_text(waited)} timed out in the same collective; ranks {ranks_text(others)} printed no "
+        reason = (f"{ranks_phrase(waited)} timed out in the same collective; {ranks_phrase(others)} printed no "
                   "timeout, and nothing in the logs says which rank was late")
     else:
         reason = "every rank timed out in the same collective; the logs do not show who was late"
