@@ -319,6 +319,22 @@ def test_hang_after_the_end_a_lone_wait_begun_after_training_ended():
     assert rule("hang-after-the-end").apply(two, start(two)) is None  # two ranks waited: for someone still at work
 
 
+def test_hang_after_the_end_a_lone_rank_that_lost_its_peers_after_training_ended():
+    """Gloo sees the other ranks exit at once: no timeout, no hang, and the rank's launcher
+    reports its exit code 1; the rank still ended waiting, in a collective begun after the end."""
+    done = context("job-succeeded", 27, source="console.log", time=1000.0, text="training finished after 16 steps")
+    lost = timeout(42, 0, time=1000.0, text="RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:18321")
+    exited = context("launcher-failed", 43, rank=0, source="console.log", captures={"code": "1", "local": "0"}, time=1001.5)
+    built = facts([done, lost, exited], ranks=range(3))
+    assert built.rows[0].ended == "lost a peer"  # not "failed": the exit code is its wait's exception
+    decided = rule("hang-after-the-end").apply(built, start(built))
+    assert (decided.primary, decided.initiating.line.origin.rank) == ("collective-mismatch", 0)
+    assert "lost its peers" in decided.because[-1].text
+    before = facts([done, replace(lost, line=replace(lost.line, origin=replace(lost.line.origin, time=900.0))), exited],
+                   ranks=range(3))
+    assert rule("hang-after-the-end").apply(before, start(before)) is None  # during training: a peer died
+
+
 def test_hang_unattributed_when_the_stop_ended_a_hang():
     built = facts([hit("preempted-sigterm", 50, time=10_000.0, source="slurm.out")])
     decided = rule("hang-unattributed").apply(built, Decision(hang="nothing was printed for 3 h"))

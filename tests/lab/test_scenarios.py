@@ -38,8 +38,6 @@ LAYOUT_VARIANTS = [
 
 # run id -> why the engine misses it today (xfail, not strict: a run that varies may pass).
 KNOWN_MISSES: dict[str, str] = {
-    "collective-mismatch-extra-barrier-plain-ws3-r0": "called uneven-batches-hang: the ranks had equal batches, rank 0 "
-                                                      "alone called an extra barrier",
     "p2p-deadlock-twonode-ws4-r1": "which rank times out first in the send/send deadlock varies; the engine names "
                                    "the first to fail, not rank 1 that took the wrong order",
 }

@@ -82,14 +82,14 @@ def build_rows(facts) -> dict[int, _Row]:
             continue
         ending = _launcher_ending(match) or ("interrupted" if match.signature.name in (JOB_INTERRUPTED, HANG_STACK_MARKER)
                                              and "KeyboardInterrupt" in match.line.text else None)
-        if ending and _ends_more(row, ending, match):
+        if ending and not _exit_of_its_wait(row, ending) and _ends_more(row, ending, match):
             row.ended, row.ended_match = ending, match
     for match, rank in _reported_by_pid(facts):
         row = rows.get(rank)
         ending = _exit_ending(str(match.captures.get("exitcode") or ""), str(match.captures.get("signal") or ""))
         if row is None or not ending:
             continue
-        if ending and _ends_more(row, ending, match):
+        if ending and not _exit_of_its_wait(row, ending) and _ends_more(row, ending, match):
             row.ended, row.ended_match = ending, match
     alive = _in_snapshot(facts)
     gone = _gone_from_snapshot(facts, rows, alive)
@@ -112,6 +112,12 @@ def build_rows(facts) -> dict[int, _Row]:
         if row.ended == "unknown" and row.last_seen is not None:
             row.ended = "silent"
     return rows
+
+
+def _exit_of_its_wait(row: _Row, ending: str) -> bool:
+    """An exit code reported for a rank that ended waiting is the exit of the exception its wait
+    raised: it still ended waiting."""
+    return ending == "failed" and row.ended in WAITING
 
 
 def _first_waits(winners) -> dict[int, Match]:

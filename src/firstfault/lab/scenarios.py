@@ -412,6 +412,15 @@ SCENARIOS: tuple[Scenario, ...] = (
         evidence="waiting for the metrics writer", train_args=("--inject", "extra-barrier:{rank}:0"), pg_timeout=5,
         default_layout="plain", default_world_size=3, default_rank=0),
     Scenario(
+        "collective-after-fit", "rank 0 alone all-reduces final metrics after training finished",
+        "collective-mismatch",
+        "After the last epoch's barrier rank 0 logged 'training finished', and rank {rank} alone then called "
+        "dist.all_reduce() 'gathering final metrics' (inside `if rank == ...:`). The other ranks had no "
+        "collective left: they destroyed the process group and exited, so its all_reduce lost its peers "
+        "(gloo) or timed out.",
+        evidence="gathering final metrics", train_args=("--inject", "final-collective:{rank}"), pg_timeout=5,
+        default_layout="tee", default_world_size=3, default_rank=0),
+    Scenario(
         "p2p-deadlock", "two ranks both send first in a boundary exchange (send/recv deadlock)",
         "collective-mismatch",
         "After every epoch each pair of ranks (r, r xor 1) exchanges 4 MiB of boundary embeddings; the lower "

@@ -389,6 +389,9 @@ def train(args):
     dist.barrier()
     if rank == 0:
         log.info("training finished after %d steps", global_step)
+    if faults.get("final-collective", rank):
+        log.info("rank %d: gathering final metrics from every rank", rank)
+        dist.all_reduce(torch.ones(1))  # under `if rank == ...:` only: the others have left
     dist.destroy_process_group()
 
 

@@ -305,11 +305,13 @@ FINISHED_SLACK_SECONDS = 5.0  # a collective begun this long before the end was 
 
 @rule("hang-after-the-end")
 def after_the_end(facts: Facts, decision: Decision) -> Decision | None:
-    """One rank alone timed out in a collective it entered after the job said its training was
-    done (`Training complete`, `Trainer.fit stopped`): the other ranks had no collective left to
-    call, so that one was a collective only this rank called (a barrier or all-reduce inside
-    `if rank == 0:` after fit), not a wait for a slow peer. (One corpus case uses it so far:
-    dev/lightning-rank0-extra-barrier-postfit-hang.)"""
+    """One rank alone timed out (NCCL) or lost its peers (Gloo sees them exit) in a collective it
+    entered after the job said its training was done (`Training complete`, `Trainer.fit
+    stopped`): the other ranks had no collective left to call, so that one was a collective only
+    this rank called (a barrier or all-reduce inside `if rank == 0:` after fit), not a wait for
+    a slow peer. Runs in the hang stage (a timeout) and in the outcome stage (a lost peer is no
+    hang). (One public-thread case uses it so far, dev/lightning-rank0-extra-barrier-postfit-hang;
+    the lab's collective-after-fit runs are the others.)"""
     from ...match.context import JOB_SUCCEEDED
     from ..rank_table import WAITING
 
@@ -317,8 +319,8 @@ def after_the_end(facts: Facts, decision: Decision) -> Decision | None:
     if len(waited) != 1 or len(facts.rows) < 2:
         return None
     rank = waited[0]
-    wait = _waiting(facts).get(rank)
-    if wait is None or wait.line.origin.time is None or wait.line.origin.time_inherited:
+    wait = facts.rows[rank].ended_match  # its timeout, or the line where it lost its peers
+    if wait is None or wait.line.origin.time is None:
         return None
     began = _wait_began(wait)
     ended = [m for m in facts.matches if m.signature.name == JOB_SUCCEEDED and m.line.origin.time is not None
@@ -326,18 +328,22 @@ def after_the_end(facts: Facts, decision: Decision) -> Decision | None:
     if not ended:
         return None
     finished = max(ended, key=time_key)
-    reason = (f"rank {rank} alone timed out, in a collective it entered after the job said its training was done "
+    how = "timed out" if facts.rows[rank].ended == "timed out" else "lost its peers"
+    reason = (f"rank {rank} alone {how}, in a collective it entered after the job said its training was done "
               f"({finished.line.text.strip()[:80]!r}): the other ranks had none left to call, so it was a collective "
               f"only rank {rank} called")
     return hang_decision(facts, decision, "hang-after-the-end", MISMATCH, rank, reason, wait, [finished])
 
 
 def _wait_began(wait: Match) -> float | None:
-    """When a timed-out collective began: the timeout's own time less the time it says it ran."""
+    """When a collective that failed waiting began: a timeout's own time less the time it says it
+    ran; a lost peer's time (the peer's exit is seen at once)."""
     waited = wait.captures.get("ran_ms") or wait.captures.get("timeout_ms")
-    if not str(waited or "").isdigit():
-        return None
-    return wait.line.origin.time - int(waited) / 1000.0
+    if str(waited or "").isdigit() and not wait.line.origin.time_inherited:
+        return wait.line.origin.time - int(waited) / 1000.0
+    # (a time carried from the rank's line before it is when the rank was last seen: it lost
+    # its peers then or later)
+    return wait.line.origin.time if is_disconnect(wait) else None
 
 
 @rule("hang-all-timed-out")

@@ -36,7 +36,9 @@ STAGES: tuple[Stage, ...] = (
     Stage("hang", (sequence_behind, different_collectives, stacks_differ, alone_in_barrier, late_arrival, never_joined,
                    step_behind, silent_first, first_collective, p2p_redirected, after_the_end,
                    all_timed_out, hang_unattributed), first_only=True, when=hung),
-    Stage("outcome", (nothing_failed, failed_unexplained), first_only=True, when=_undecided),
+    # (a lone rank that lost its peers after the end hung on nothing: its peers had left, so it
+    # is decided here, where failures no other stage explained are)
+    Stage("outcome", (after_the_end, nothing_failed, failed_unexplained), first_only=True, when=_undecided),
     Stage("initiating", (odd_one_out,), when=_failure),
     Stage("rank", (rank_from_pid, rank_from_bus, rank_from_device_index, same_fault_nearby, complement,
                    rank_from_device_event, only_process, launcher_first),
