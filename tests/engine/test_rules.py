@@ -333,6 +333,9 @@ def test_hang_after_the_end_a_lone_rank_that_lost_its_peers_after_training_ended
     before = facts([done, replace(lost, line=replace(lost.line, origin=replace(lost.line.origin, time=900.0))), exited],
                    ranks=range(3))
     assert rule("hang-after-the-end").apply(before, start(before)) is None  # during training: a peer died
+    crashed = context("launcher-failed", 44, rank=1, source="console.log", captures={"code": "-11", "local": "1"}, time=999.0)
+    built = facts([done, lost, exited, crashed], ranks=range(3))
+    assert rule("hang-after-the-end").apply(built, start(built)) is None  # rank 1 crashed at exit: that is what it lost
 
 
 def test_hang_unattributed_when_the_stop_ended_a_hang():

@@ -17,3 +17,7 @@ ENGINE_IDS = (PEER_CRASH, STRAGGLER, UNEVEN, MISMATCH, EXTERNAL_STOP, NATIVE_CRA
 # Aborts (SIGABRT) are also how the NCCL watchdog ends a rank after a collective timeout: with a
 # timeout in the job, these signatures are its teardown, not a native crash of their own.
 ABORT_SIGNATURES = ("native-crash/abort-core-dumped", "native-crash/cpp-terminate")
+
+# torchrun's `Sending process P closing signal SIGTERM` (torchelastic-child-failed): the agent is
+# stopping its workers, and the line names the pid of each
+CLOSING_SIGNAL = "closing-signal"

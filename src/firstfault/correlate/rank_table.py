@@ -16,7 +16,7 @@ from ..model import Match, RankRow
 from .events import time_key
 from .hangs import is_disconnect, op_for
 from .identity import gpu_key, pid_key
-from .ids import PEER_CRASH
+from .ids import CLOSING_SIGNAL, PEER_CRASH
 
 # How a rank ended, strongest evidence first: a rank with its own error "failed", and one that timed
 # out waiting "timed out", even if its launcher later killed it or the watchdog aborted it.
@@ -163,7 +163,7 @@ def _ending_of(match: Match) -> str | None:
 
 # lines that name a process by its pid and say how it ended: torchrun's failure-table exit code
 # row, its `Sending process P closing signal SIGTERM` to the others
-_PID_REPORTS = ("root-cause-exitcode-row", "closing-signal")
+_PID_REPORTS = ("root-cause-exitcode-row", CLOSING_SIGNAL)
 
 
 def _reported_by_pid(facts) -> list[tuple[Match, int]]:

@@ -262,9 +262,9 @@ def hosts_seen(scans: list[FileScan], matches: list[Match], files: JobFiles | No
 
 
 def _shared_console(scan: FileScan, world: int | None) -> bool:
-    """A console several processes of a node print to without prefixes: its unlabelled lines are
-    not the one rank an error line was tied to (the others print there too)."""
-    return bool(world and world > 1) and scan.hints.rank is None and scan.hints.local_rank is None
+    """A console several processes of a node print to without prefixes (no rank in its path):
+    its unlabelled lines are not the one rank an error line was tied to."""
+    return bool(world and world > 1) and scan.hints.local_rank is None
 
 
 def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles | None = None) -> list:

@@ -300,6 +300,7 @@ def p2p_redirected(facts: Facts, decision: Decision) -> Decision | None:
     return hang_decision(facts, decision, "hang-p2p-redirected", P2P_FAILURE, None, reason, redirects[0])
 
 
+LEFT_QUIETLY = ("unknown", "silent", "stopped", "running")  # how the others ended: nothing of their own
 FINISHED_SLACK_SECONDS = 5.0  # a collective begun this long before the end was announced still counts as after it
 
 
@@ -319,6 +320,8 @@ def after_the_end(facts: Facts, decision: Decision) -> Decision | None:
     if len(waited) != 1 or len(facts.rows) < 2:
         return None
     rank = waited[0]
+    if any(row.ended not in LEFT_QUIETLY for other, row in facts.rows.items() if other != rank):
+        return None  # another rank crashed, was killed or raised: the wait may have been for it
     wait = facts.rows[rank].ended_match  # its timeout, or the line where it lost its peers
     if wait is None or wait.line.origin.time is None:
         return None

@@ -4,12 +4,11 @@ from __future__ import annotations
 from ...model import Match
 from ..events import time_key
 from ..facts import Facts
-from ..ids import ABORT_SIGNATURES
+from ..ids import ABORT_SIGNATURES, CLOSING_SIGNAL
 from . import Decision, rule
 
 CONSEQUENCE_SLACK_SECONDS = 1.0  # clocks of different hosts; times carried forward from earlier lines
 WHAT_LINES = 3  # an exception's what() text follows `terminate called after throwing` within this many lines
-CLOSING_SIGNAL = "closing-signal"  # torchrun's `Sending process P closing signal SIGTERM`
 LAUNCHER_SLACK_SECONDS = 0.2  # the launcher's report has its own exact time; only host clocks differ
 
 
