@@ -15,7 +15,8 @@ from .activity import StreamActivity
 from .events import Incident, incidents, line_winners, time_key
 from .hang_stacks import HangStack, hang_stacks
 from .identity import IdentityMap
-from .hangs import TIMEOUT_ENTRY, is_disconnect
+from .hangs import is_disconnect
+from .ids import PEER_CRASH
 from .nonfatal import without_nonfatal
 from .relations import Relations
 
@@ -45,7 +46,7 @@ class Facts:
     @cached_property
     def timeouts(self) -> tuple[Match, ...]:
         """Collective timeouts (not mere disconnects) printed by ranks waiting for a peer."""
-        return tuple(match for match in self.collateral if match.entry_id == TIMEOUT_ENTRY and not is_disconnect(match))
+        return tuple(match for match in self.collateral if match.entry_id == PEER_CRASH and not is_disconnect(match))
 
     @cached_property
     def frames(self) -> tuple[Match, ...]:

@@ -6,7 +6,7 @@ out (traceback frames, NCCL OpType / SeqNum captures), and which ranks only lost
 from __future__ import annotations
 
 from ..model import Match
-from .ids import PEER_CRASH as TIMEOUT_ENTRY
+
 BACKWARD_OPS = {"_engine_run_backward", "run_backward", "backward"}
 _DISCONNECT_WORDS = ("closed by peer", "reset by peer", "Connection closed", "Broken pipe", "Connection reset")
 FRAME_LOOKBACK_LINES = 60
