@@ -1,4 +1,5 @@
-"""Which log lines report training progress, and the step counter they carry.
+"""Which log lines report training progress, the step counter and the epoch they carry, and which
+are only a traceback's body (they say nothing of what a rank was doing).
 
 Used by the scanner (to keep each rank stream's last progress lines) and by the correlator (to
 tell an error the run outlived from one it died of).
@@ -48,4 +49,3 @@ def epoch_of(text: str) -> int | None:
     """The epoch a line names, when it names one."""
     found = _EPOCH.search(text)
     return int(found.group(1)) if found else None
-
