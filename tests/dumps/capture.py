@@ -42,11 +42,13 @@ def _start(out: Path, nproc: int, hang_rank: int, timeout_s: int, port: int,
 
 
 def _all_waiting(out: Path, nproc: int, hang_rank: int) -> bool:
-    """True once every healthy rank has logged the step before the stall."""
+    """True once every healthy rank has said it is entering the stalled step's collective (on a
+    loaded machine a fixed pause after the step before was not always enough: the dumps then
+    showed no rank behind)."""
     log = (out / "torchrun.log").read_text(errors="replace")
     stalled_step = int(os.environ.get("HANG_STEP", "3"))
     healthy = [rank for rank in range(nproc) if rank != hang_rank]
-    return all(f"[rank{rank}] step {stalled_step - 1} " in log for rank in healthy)
+    return all(f"[rank{rank}] syncing step {stalled_step} " in log for rank in healthy)
 
 
 def _pids(out: Path, nproc: int) -> dict[int, int]:

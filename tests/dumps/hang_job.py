@@ -70,6 +70,7 @@ def train() -> None:
         sink.write(str(os.getpid()))
     for step in range(HANG_STEP + 2):
         grads = load_batch(step, rank)
+        print(f"[rank{rank}] syncing step {step} ", flush=True)  # the driver waits for this line
         sync(grads, step, rank)
         print(f"[rank{rank}] step {step} loss {grads.sum().item():.1f}", flush=True)
     dist.destroy_process_group()
