@@ -185,3 +185,21 @@ def test_rank_with_older_entries_and_no_entry_of_the_group_is_silent(tmp_path: P
     older = [entry(1, pg=("1", "tp"), pg_id=1, record_id=0)]
     result = _analyze(write_dumps(tmp_path, {0: dump(rank0, (0, 1)), 1: dump(older, (0, 1))}))
     assert result.silent_ranks == (1,)
+
+
+def test_gloo_status_lagging_behind_retired_entries(tmp_path: Path):
+    """Seen on a busy host: rank 0's pg_status still said collective 1 was its last completed,
+    while its entries 2 and 3 were retired (over). Read by the status alone, rank 0 looked stuck
+    in collective 2; the retired entries say it waited in 4 like rank 2, and rank 1 never came."""
+    def gloo(seqs, last):
+        raw = dump([entry(seq, "gloo:all_reduce", "scheduled") for seq in seqs], ranks=(0, 1, 2))
+        for item in raw["entries"]:
+            item["retired"] = item["collective_seq_id"] <= last
+        raw["pg_status"]["0"]["last_completed_collective"] = last
+        return raw
+    lagging = gloo((1, 2, 3, 4), 3)
+    lagging["pg_status"]["0"]["last_completed_collective"] = 1
+    paths = write_dumps(tmp_path, {0: lagging, 1: gloo((1, 2, 3), 3), 2: gloo((1, 2, 3, 4), 3)})
+    result = _analyze(paths)
+    assert (result.collective.seq_id, result.silent_ranks, result.stuck_ranks) == (4, (1,), ())
+    assert result.waiting_ranks == (0, 2)

@@ -63,6 +63,7 @@ class Entry:
     output_dtypes: tuple
     time_created_ns: int
     frames: tuple[Frame, ...] = ()
+    retired: bool = False  # the recorder's own mark that the work is over
 
     @property
     def seq_id(self) -> int:
@@ -84,8 +85,10 @@ class FlightRecorderDump:
         return self.pg_status.get(pg_id, {}).get("last_completed_collective", -1)
 
     def completed(self, entry: Entry) -> bool:
-        """Gloo never marks an entry completed; its pg_status does say how far it got."""
-        if entry.state == "completed":
+        """Gloo never marks an entry completed: its pg_status says how far it got, and each
+        finished work is retired (pg_status can lag behind the retired entries on a busy host:
+        a rank then looked stuck in a collective it had finished)."""
+        if entry.state == "completed" or (entry.retired and entry.profiling_name.startswith("gloo:")):
             return True
         return not entry.is_p2p and 0 < entry.collective_seq_id <= self.last_completed(entry.pg_id)
 
@@ -206,6 +209,7 @@ def _entry(item: dict) -> Entry:
         output_dtypes=_freeze(item.get("output_dtypes", ())),
         time_created_ns=_int(item.get("time_created_ns")),
         frames=tuple(_frame(frame) for frame in item.get("frames") or () if isinstance(frame, dict)),
+        retired=item.get("retired") is True,
     )
 
 
