@@ -79,7 +79,8 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
     scans = scan_inputs(inputs, kb, observer)
     # after the join, everything the diagnosis says passes the masker once more: file names the
     # user gave (/home/<user>/...), upload names, dump notes quoting stack frames and paths
-    diagnosis = map_strings(join_dump_report(diagnose_scans(scans, skipped, kb=kb), report), _memo(mask_secrets))
+    masker = _memo(mask_secrets)
+    diagnosis = map_strings(join_dump_report(diagnose_scans(scans, skipped, kb=kb, masker=masker), report), masker)
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis  # after the join: dump notes name files too
 
 
@@ -99,8 +100,10 @@ def _dump_report(inputs: list[InputFile]):
     return report
 
 
-def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_hosts: bool = False, kb=None) -> Diagnosis:
-    """Correlate what the scans found into one Diagnosis."""
+def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_hosts: bool = False, kb=None,
+                   masker=None) -> Diagnosis:
+    """Correlate what the scans found into one Diagnosis. `masker`: the diagnosis's memo of
+    mask_secrets, when the caller masks once more after (see _diagnose)."""
     read = [scan for scan in scans if not scan.error]
     all_skipped = list(skipped) + [Skipped(scan.input.display, scan.error) for scan in scans if scan.error]
     all_skipped += [Skipped(scan.input.display, note) for scan in read for note in _partial_notes(scan)]
@@ -137,18 +140,20 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     diagnosis = correlate(matches, summary, single_process, source_lines, relations_of(kb or load_knowledge_base()),
                           stream_activity(read, matches, files), identity)
     diagnosis = replace(diagnosis, stack=stack)
-    diagnosis = map_strings(diagnosis, _memo(mask_secrets))  # lines are masked; the names of files are not yet
+    diagnosis = map_strings(diagnosis, masker or _memo(mask_secrets))  # lines are masked; the names of files are not yet
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis
 
 
 def _memo(change):
-    """`change` remembered per distinct text for one walk of a diagnosis (a file name or a
-    rank's state repeats once per rank)."""
+    """`change` remembered per distinct text for the walks of one diagnosis (a file name or a
+    rank's state repeats once per rank). `change` is idempotent (masking masked text changes
+    nothing): its outputs are remembered as their own, so a second walk does no work twice."""
     seen: dict = {}
 
     def changed(text: str) -> str:
         if text not in seen:
-            seen[text] = change(text)
+            seen[text] = result = change(text)
+            seen.setdefault(result, result)
         return seen[text]
 
     return changed
