@@ -326,8 +326,10 @@ def after_the_end(facts: Facts, decision: Decision) -> Decision | None:
     if wait is None or wait.line.origin.time is None:
         return None
     began = _wait_began(wait)
+    if began is None:
+        return None
     ended = [m for m in facts.matches if m.signature.name == JOB_SUCCEEDED and m.line.origin.time is not None
-             and began is not None and m.line.origin.time <= began + FINISHED_SLACK_SECONDS]
+             and m.line.origin.time <= began + FINISHED_SLACK_SECONDS]
     if not ended:
         return None
     finished = max(ended, key=time_key)
