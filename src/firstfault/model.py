@@ -22,6 +22,9 @@ class Signature:
     core_class: str = ""  # the entry's core failure class, when the entry specialises one
     condition: str = ""  # numeric test over the captures (firstfault.match.conditions)
     first_only: bool = False  # only its first hit in each file is kept (context saying what ran)
+    # a wider pattern the fast engine looks for in its place, for speed: every line `pattern`
+    # matches must match it too (its examples are checked against it); `pattern` still decides
+    prefilter: str = ""
 
     @property
     def key(self) -> str:

@@ -116,3 +116,33 @@ def test_explains_never_runs_both_ways(tmp_path: Path):
         peer.replace("\nsummary:", "\nexplains: [preempted-sigterm]\nsummary:", 1))
     _entries, problems = check_entries(root)
     assert any("explain each other" in problem.message for problem in problems), [p.message for p in problems]
+
+
+def test_kb_check_rejects_a_prefilter_narrower_than_its_examples(tmp_path: Path):
+    from firstfault.kb.loader import ENTRIES_DIR, check_entries
+
+    root = tmp_path / "entries" / "numerics"
+    root.mkdir(parents=True)
+    text = (ENTRIES_DIR / "numerics" / "loss-nan.yaml").read_text()
+    wide = "prefilter: '(?i)(?:nan|inf)(?:\\W|$)'"
+    assert wide in text  # the shipped prefilter, which every example matches (test_kb_check_passes)
+    (root / "loss-nan.yaml").write_text(text.replace(wide, "prefilter: 'nan'"))  # misses `lm loss: NAN`
+    _entries, problems = check_entries(root.parent)
+    messages = [problem.message for problem in problems]
+    assert any("'logged-loss-nan': prefilter does not match example" in message and "NAN" in message
+               for message in messages), messages
+
+
+def test_a_prefilter_is_what_the_fast_engine_looks_for_and_the_pattern_still_decides():
+    pytest.importorskip("hyperscan")
+    signature = next(s for s in SIGNATURES if s.name == "logged-loss-nan")
+    assert signature.prefilter
+    # a progress bar makes the block non-ASCII: the byte-level database, which has no `\b`
+    lines = ["epoch 1 ██▌ 50%", "step 10 loss=2.3", "step 11 loss=nan", "grad_norm: inf (skipped)", "NCCL INFO Channel 00"]
+    item = in_memory_inputs([("train.log", "\n".join(lines) + "\n")])[0]
+    scanner = Scanner([signature], "hyperscan")
+    data = item.content
+    candidates, _valid, _hints = scanner.matcher.candidate_lines(data)
+    starts = {data.count(b"\n", 0, start) + 1 for start in candidates}
+    assert starts == {3, 4}  # the prefilter's lines: nan/inf ending a word, not `loss=` nor `INFO`
+    assert [hit.line for hit in scanner.scan(item).hits] == [3]  # the pattern's own line

@@ -80,6 +80,7 @@ def _build_entry(label: str, data: LineDict) -> Entry:
             near_misses=tuple(item.get("near_misses") or ()),
             core_class=item.get("core_class") or data.get("core_class") or "",  # a signature may narrow it
             condition=item.get("condition") or "",
+            prefilter=item.get("prefilter") or "",
         )
         for item in data.get("signatures") or ()
     )
@@ -123,6 +124,7 @@ def _label(path: Path, root: Path) -> str:
 
 
 def _check_examples(entry: Entry) -> list[Problem]:
+    from ..match.compiler import prefilter_problems
     from ..match.conditions import holds
 
     def matches(regex: re.Pattern, condition: str, line: str) -> bool:
@@ -135,6 +137,7 @@ def _check_examples(entry: Entry) -> list[Problem]:
         for example in signature.examples:
             if not matches(regex, signature.condition, example):
                 problems.append(Problem(entry.path, None, f"signature {signature.name!r}: example does not match: {example!r}"))
+        problems.extend(Problem(entry.path, None, f"signature {signature.name!r}: {why}") for why in prefilter_problems(signature))
         for near_miss in signature.near_misses:
             if matches(regex, signature.condition, near_miss):
                 problems.append(Problem(entry.path, None, f"signature {signature.name!r}: near-miss matches: {near_miss!r}"))

@@ -163,7 +163,8 @@ FIELDS: dict[str, Field] = {
     "signatures": Field(True, _signatures),
 }
 
-SIGNATURE_KEYS = {"name", "role", "weight", "pattern", "message", "examples", "near_misses", "core_class", "condition"}
+SIGNATURE_KEYS = {"name", "role", "weight", "pattern", "message", "examples", "near_misses", "core_class", "condition",
+                  "prefilter"}
 FORBIDDEN_REGEX = (
     (re.compile(r"\(\?[=!<]"), "lookaround is not allowed"),
     (re.compile(r"\\[1-9]"), "backreferences are not allowed"),
@@ -208,6 +209,8 @@ def check_signature(path: str, signature, index: int, container) -> list[Problem
     if not isinstance(weight, (int, float)) or not 0 < weight <= 1:
         problems.append(Problem(path, line, f"{label}: weight must be a number in (0, 1]"))
     problems.extend(_check_pattern(path, line, label, signature.get("pattern")))
+    if "prefilter" in signature:
+        problems.extend(_check_pattern(path, line, f"{label} prefilter", signature.get("prefilter")))
     if "condition" in signature:
         problems.extend(_check_condition(path, line, label, signature.get("condition"), signature.get("pattern")))
     for key in ("examples", "near_misses"):

@@ -5,7 +5,9 @@ the signatures that may) and confirms each candidate with the signature's Python
 line alone. Two engines find candidates, and give identical results because both return a
 superset of the true matches and the same Python confirmation decides:
 
-- `hyperscan` (the `fast` extra): all signatures in one multi-pattern database, linear time;
+- `hyperscan` (the `fast` extra): all signatures in one multi-pattern database, linear time
+  (a signature with a `prefilter` is looked for by that wider pattern: a few cost the database a
+  quarter of its time otherwise, see `Signature.prefilter`);
 - `python`: a literal prefilter (every signature's required literals, as one trie-shaped regex)
   plus, for the few signatures without a usable literal, their translated regex run over the
   block.
@@ -61,6 +63,19 @@ class CompiledSignature:
         return required_literal(self.signature.pattern)
 
 
+def prefilter_problems(signature: Signature) -> list[str]:
+    """What is wrong with a signature's prefilter: it must compile, and match every example (a
+    prefilter narrower than its pattern would make the fast engine miss lines)."""
+    if not signature.prefilter:
+        return []
+    try:
+        wider = re.compile(signature.prefilter)
+    except re.error as exc:
+        return [f"invalid prefilter: {exc}"]
+    return [f"prefilter does not match example: {example!r}" for example in signature.examples
+            if not wider.search(example)]
+
+
 # Measured with bench/make_corpus.py (an 8 MB `single` corpus, scan only, best of two, 2-core
 # machine): Hyperscan 223 MB/s, the pure-Python prefilter 1.07 MB/s.
 PYTHON_SLOWDOWN = 200
@@ -95,7 +110,8 @@ class Matcher:
             from .hyperscan_engine import HyperscanEngine
 
             once = frozenset(index for index, item in enumerate(self.compiled) if item.signature.first_only)
-            self.fast = HyperscanEngine([item.signature.pattern for item in self.compiled], once=once)
+            self.fast = HyperscanEngine([item.signature.prefilter or item.signature.pattern for item in self.compiled],
+                                        once=once)
         self.engine = "hyperscan" if self.fast is not None else "python"
         self._python_for: dict[frozenset, _PythonPrefilter] = {}
         self._literal_owner: _PythonPrefilter | None = None
