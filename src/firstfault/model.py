@@ -206,16 +206,36 @@ OWN_FIELDS = frozenset({"status", "failure_id", "failure_class", "signature", "r
 def map_strings(value, change, skip=OWN_FIELDS):
     """`value` with `change(text)` applied to every string inside it: the fields of frozen
     dataclasses (but those named in `skip`), tuples, lists and dict values. The one walk behind
-    masking a whole diagnosis or alert and making its log text safe to print."""
+    masking a whole diagnosis or alert and making its log text safe to print. What `change`
+    leaves equal is kept as it was (a rank table of thousands of rows is rebuilt only where a
+    string changed)."""
     if isinstance(value, str):
-        return change(value)
-    if is_dataclass(value) and not isinstance(value, type):
-        changes = {item.name: map_strings(getattr(value, item.name), change, skip)
-                   for item in fields(value) if item.init and item.name not in skip}
-        return replace(value, **{name: new for name, new in changes.items() if new is not getattr(value, name)})
+        new = change(value)
+        return value if new == value else new
     if isinstance(value, (tuple, list)):
         items = [map_strings(item, change, skip) for item in value]
         return value if all(new is old for new, old in zip(items, value)) else type(value)(items)
     if isinstance(value, dict):
         return {key: map_strings(item, change, skip) for key, item in value.items()}
-    return value
+    names = _init_fields(type(value))
+    if not names:
+        return value
+    changes = {}
+    for name in names:
+        if name not in skip:
+            old = getattr(value, name)
+            new = map_strings(old, change, skip)
+            if new is not old:
+                changes[name] = new
+    return replace(value, **changes) if changes else value
+
+
+_INIT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _init_fields(kind: type) -> tuple[str, ...]:
+    """The names of a dataclass type's init fields (none for other types), found once per type."""
+    names = _INIT_FIELDS.get(kind)
+    if names is None:
+        names = _INIT_FIELDS[kind] = tuple(item.name for item in fields(kind) if item.init) if is_dataclass(kind) else ()
+    return names

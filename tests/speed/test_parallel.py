@@ -54,3 +54,27 @@ def test_many_files_with_a_progress_observer(tmp_path, signatures):
     scans = parallel.scan_files(Scanner(signatures), inputs, recorder, workers=2)
     assert [scan.input.display for scan in scans] == [item.display for item in inputs]
     assert [event[1] for event in recorder.events if event[0] == "done"] == [item.display for item in inputs]
+
+
+def test_each_cut_files_last_part_goes_to_the_workers_first_and_results_come_back_in_order():
+    from firstfault.match.parallel import _InUnitOrder, _last_parts_first
+    from firstfault.match.split import Part
+
+    def parts(count):
+        return [Part(index, index * 10, None if index == count - 1 else (index + 1) * 10, None, index == count - 1)
+                for index in range(count)]
+
+    units = [("whole.log", None, False), *[("big.log", part, False) for part in parts(4)],
+             ("small.log", None, False), *[("other.log", part, False) for part in parts(2)]]
+    order = _last_parts_first(units)
+    assert order == [0, 4, 1, 2, 3, 5, 7, 6]
+
+    class Arrivals:  # what Pool.imap gives: results in the order the units were handed out
+        def __init__(self):
+            self.given = iter(units[index] for index in order)
+
+        def next(self, timeout=None):
+            return next(self.given)
+
+    again = _InUnitOrder(Arrivals(), order)
+    assert [again.next(timeout=0.1) for _ in units] == units

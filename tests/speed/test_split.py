@@ -119,7 +119,8 @@ def test_faults_planted_at_the_cuts_give_the_serial_diagnosis(tmp_path, cut_smal
                "operation timeout: WorkNCCL(SeqNum=912, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
                "ran for 600010 milliseconds before timing out.")
     lines = 110_000  # ~12 MB
-    planted = planted_at_cuts(lines, LINE_BYTES, 4, [fault.split("\n")[0], fault.split("\n")[1], timeout])
+    parts = split.part_count(lines * LINE_BYTES, 2)
+    planted = planted_at_cuts(lines, LINE_BYTES, parts, [fault.split("\n")[0], fault.split("\n")[1], timeout])
     log = tmp_path / "train.log"
     write_big_console(log, lines, planted)
     assert log.stat().st_size >= split.SPLIT_MIN_BYTES

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
+import stat
 import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .encoding import Utf16Stream, looks_binary, utf16_encoding
+from .encoding import BINARY_SAMPLE, Utf16Stream, looks_binary, utf16_encoding
 from .gzip_stream import GZIP_MAGIC, ExpansionLimit, GzipStream
 from .sources import InputFile
 
@@ -113,6 +115,9 @@ def read_blocks(item: InputFile, stats: ReadStats, decode: bool = True, start: i
         if start or stop is not None:
             yield from _range_blocks(raw, stats, decode, start, stop, first_line)
             return
+        if item.path is not None and _plain_text_file(raw):
+            yield from _plain_blocks(raw, stats, decode, 0, 0, None, first_line)
+            return
         stream = _decompressing(raw if hasattr(raw, "peek") else io.BufferedReader(raw), item)
         yield from _blocks(stream, stats, decode)
     finally:
@@ -137,10 +142,63 @@ def _range_blocks(raw, stats: ReadStats, decode: bool, start: int, stop: int | N
     begin = range_start(raw, start)
     if begin is None:
         raise Unreadable("a range cannot start inside a line longer than 64 KiB")
+    if _plain_text_file(raw):
+        yield from _plain_blocks(raw, stats, decode, begin, start, stop, first_line)
+        return
     raw.seek(begin)
     pending = raw.read(start - begin)
     yield from _blocks(raw, stats, decode, pending=pending, first=start == 0,
                        budget=None if stop is None else stop - start, line_number=first_line)
+
+
+TAIL_PROBE = 8192  # bytes read at a read's end to find its last line end
+
+
+def _plain_text_file(raw) -> bool:
+    """A regular file that starts as text (not gzip, UTF-16, binary or empty): its blocks can be
+    read by _plain_blocks."""
+    if not hasattr(os, "pread"):
+        return False
+    try:
+        descriptor = raw.fileno()
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return False
+        head = os.pread(descriptor, BINARY_SAMPLE, 0)
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return False
+    return bool(head) and head[:2] != GZIP_MAGIC and utf16_encoding(head) is None and not looks_binary(head)
+
+
+def _plain_blocks(raw, stats: ReadStats, decode: bool, begin: int, start: int, stop: int | None,
+                  line_number: int) -> Iterator[Block]:
+    """The blocks _blocks gives for the reads of a plain file from `start` to `stop` (the first
+    beginning with the line that begins at `begin`), each read from disk at once: the end of
+    each BLOCK_BYTES read is probed for its last line end, then the lines up to it are read
+    exactly, so a block is not copied again to cut it there or to join a line the read before
+    split. The file's end, and a read without a line end in its last TAIL_PROBE bytes, go to
+    _blocks from that read on (same blocks, as read)."""
+    descriptor = raw.fileno()
+    position, offset = begin, start  # the next block's first byte (a line start); the next read's
+    while stop is None or offset < stop:
+        size = BLOCK_BYTES if stop is None else min(BLOCK_BYTES, stop - offset)
+        probe = min(TAIL_PROBE, size)
+        tail = os.pread(descriptor, probe, offset + size - probe)
+        newline = tail.rfind(b"\n") if len(tail) == probe else -1
+        if newline < 0:
+            break
+        end = offset + size - probe + newline
+        data = os.pread(descriptor, end - position, position)
+        if len(data) != end - position:
+            break  # the file changed under us
+        stats.bytes += size
+        line_number = yield from _block(data, line_number, stats, decode)
+        position, offset = end + 1, offset + size
+    else:
+        return  # the line the read at `stop` cuts is the next range's
+    raw.seek(position)
+    pending = raw.read(offset - position)
+    yield from _blocks(raw, stats, decode, pending=pending, first=offset == 0,
+                       budget=None if stop is None else stop - offset, line_number=line_number)
 
 
 READ_PIECE = 256 * 1024

@@ -42,7 +42,7 @@ from ..ingest.attribution import hints_from_path
 from .scanner import FileScan, PartRecord, RawHit, Scanner, add_census, add_later_ids
 
 SPLIT_MIN_BYTES = 64 * 1024 * 1024  # smaller files are scanned whole
-PARTS_PER_WORKER = 2  # parts per worker process: a slow part delays the end less
+PARTS_PER_WORKER = 8  # parts per worker process (see part_count)
 _FULL_YEAR = re.compile(rb"(?<!\d)((?:19|20)\d\d)(?:-[01]\d-[0-3]\d[T _][0-2]\d:|[01]\d[0-3]\d-[0-2]\d:)")
 
 
@@ -81,8 +81,7 @@ def plan_parts(item: InputFile, size: int, workers: int, reference_year: int | N
             head = handle.read(block)
             if head[:2] == GZIP_MAGIC or utf16_encoding(head) or looks_binary(head):
                 return []
-            wanted = max(1, min(workers * PARTS_PER_WORKER, size // (SPLIT_MIN_BYTES // 2)))
-            step = -(-size // wanted // block) * block  # a multiple of the block size
+            step = -(-size // part_count(size, workers) // block) * block  # a multiple of the block size
             cuts = [offset for offset in range(step, size, step) if reader.range_start(handle, offset) is not None]
     except OSError:
         return []
@@ -92,6 +91,13 @@ def plan_parts(item: InputFile, size: int, workers: int, reference_year: int | N
     bounds = [0, *cuts, None]
     return [Part(index, bounds[index], bounds[index + 1], reference_year if index == 0 else later_year,
                  bounds[index + 1] is None) for index in range(len(bounds) - 1)]
+
+
+def part_count(size: int, workers: int) -> int:
+    """How many parts a file of `size` bytes is cut into at most: PARTS_PER_WORKER per worker
+    (small parts even out the part that holds the log's end, which costs the most), none
+    smaller than half of SPLIT_MIN_BYTES."""
+    return max(1, min(workers * PARTS_PER_WORKER, size // (SPLIT_MIN_BYTES // 2)))
 
 
 def _first_full_year(head: bytes) -> int | None:
