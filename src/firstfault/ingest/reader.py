@@ -175,24 +175,30 @@ def _plain_blocks(raw, stats: ReadStats, decode: bool, begin: int, start: int, s
     beginning with the line that begins at `begin`), each read from disk at once: the end of
     each BLOCK_BYTES read is probed for its last line end, then the lines up to it are read
     exactly, so a block is not copied again to cut it there or to join a line the read before
-    split. The file's end, and a read without a line end in its last TAIL_PROBE bytes, go to
-    _blocks from that read on (same blocks, as read)."""
+    split. What follows the last line end of the file (a last line without one, or what was
+    written since it was opened), and a read without a line end in its last TAIL_PROBE bytes, go
+    to _blocks (same blocks, as read)."""
     descriptor = raw.fileno()
+    size_now = os.fstat(descriptor).st_size
     position, offset = begin, start  # the next block's first byte (a line start); the next read's
     while stop is None or offset < stop:
-        size = BLOCK_BYTES if stop is None else min(BLOCK_BYTES, stop - offset)
-        probe = min(TAIL_PROBE, size)
-        tail = os.pread(descriptor, probe, offset + size - probe)
-        newline = tail.rfind(b"\n") if len(tail) == probe else -1
+        limit = offset + (BLOCK_BYTES if stop is None else min(BLOCK_BYTES, stop - offset))
+        last = limit >= size_now  # this read reaches the end of the file
+        limit = min(limit, size_now)
+        probe = min(TAIL_PROBE, limit - offset)
+        tail = os.pread(descriptor, probe, limit - probe) if probe > 0 else b""
+        newline = tail.rfind(b"\n") if probe > 0 and len(tail) == probe else -1
         if newline < 0:
             break
-        end = offset + size - probe + newline
+        end = limit - probe + newline
         data = os.pread(descriptor, end - position, position)
         if len(data) != end - position:
             break  # the file changed under us
-        stats.bytes += size
+        stats.bytes += limit - offset
         line_number = yield from _block(data, line_number, stats, decode)
-        position, offset = end + 1, offset + size
+        position, offset = end + 1, limit
+        if last:
+            break
     else:
         return  # the line the read at `stop` cuts is the next range's
     raw.seek(position)
