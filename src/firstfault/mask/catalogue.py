@@ -103,10 +103,7 @@ class Masker:
         if not text:
             return text
         lowered = text.lower()
-        active = set(self._always)
-        for literal, indices in self._by_literal:
-            if literal in lowered:
-                active |= indices
+        active = self._always.union(*[indices for literal, indices in self._by_literal if literal in lowered])
         for index in sorted(active):
             text = self.detectors[index].apply(text)
         return text
