@@ -166,6 +166,12 @@ def _plain_text_file(raw) -> bool:
         head = os.pread(descriptor, BINARY_SAMPLE, 0)
     except (OSError, AttributeError, io.UnsupportedOperation):
         return False
+    return starts_as_plain_text(head)
+
+
+def starts_as_plain_text(head: bytes) -> bool:
+    """Whether a file whose first bytes are `head` is read as the bytes it holds: not empty, not
+    gzip, not UTF-16, not binary (what the first read of _blocks checks)."""
     return bool(head) and head[:2] != GZIP_MAGIC and utf16_encoding(head) is None and not looks_binary(head)
 
 

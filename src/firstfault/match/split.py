@@ -35,8 +35,6 @@ import re
 from dataclasses import dataclass, replace
 
 from ..ingest import reader
-from ..ingest.encoding import looks_binary, utf16_encoding
-from ..ingest.gzip_stream import GZIP_MAGIC
 from ..ingest.sources import InputFile
 from ..ingest.attribution import hints_from_path
 from .scanner import FileScan, PartRecord, RawHit, Scanner, add_census, add_later_ids
@@ -79,7 +77,7 @@ def plan_parts(item: InputFile, size: int, workers: int, reference_year: int | N
     try:
         with open(item.path, "rb") as handle:
             head = handle.read(block)
-            if head[:2] == GZIP_MAGIC or utf16_encoding(head) or looks_binary(head):
+            if not reader.starts_as_plain_text(head):
                 return []
             step = -(-size // part_count(size, workers) // block) * block  # a multiple of the block size
             cuts = [offset for offset in range(step, size, step) if reader.range_start(handle, offset) is not None]
