@@ -50,10 +50,9 @@ class Clock:
         self.year_less = 0  # times parsed with the reference year (their text had none)
 
     def parse(self, text: str) -> float | None:
-        found = _TIMESTAMP.search(text, 0, SEARCH_WINDOW)
-        if not found:
+        groups = _TIMESTAMP.search(text, 0, SEARCH_WINDOW)  # read by group name, as a dict would be
+        if not groups:
             return None
-        groups = found.groupdict()
         if groups["Y"]:
             return self._full_date(groups)
         if groups["gm"]:
