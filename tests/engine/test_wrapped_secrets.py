@@ -48,3 +48,23 @@ def test_lines_that_continue_no_secret_are_kept(line, previous):
 
 def test_a_continuation_is_masked_to_its_end_only():
     assert mask_continuation("[rank1]: Qr5tUvWxYz) and more", LONG) == "[rank1]: <masked>) and more"
+
+
+@pytest.mark.parametrize("line", [
+    "2026-12-02 08:00:01,000 ERROR RuntimeError: CUDA error: an illegal memory access was encountered",
+    "[rank3]: 2026/12/02 08:00:01 fatal: NCCL error",
+    "12/02/2026 08:00:01 PM worker 3 exited",
+])
+def test_a_line_that_starts_a_new_record_keeps_its_date(line):
+    previous = "2026-12-02 08:00:00,250 INFO env: HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH"  # ends masked
+    assert mask_continuation(line, previous) == line
+
+
+def test_the_time_of_an_error_after_a_masked_env_line_is_its_own():
+    text = ("2026-12-02 08:00:00,250 INFO env: HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH\n"
+            "2026-12-02 08:00:01,000 ERROR RuntimeError: CUDA error: device-side assert triggered\n")
+    diagnosis = diagnose_texts([("rank1.log", text)], kb=KB)
+    assert diagnosis.primary is not None and diagnosis.primary.failure_id == "cuda-device-side-assert"
+    evidence = diagnosis.primary.evidence[0]
+    assert evidence.text.startswith("2026-12-02 08:00:01,000 ERROR")  # its date, not <masked>
+    assert "hf_abcdefghij" not in render_json(diagnosis)

@@ -7,8 +7,9 @@ A line continues a secret when the line before it is long (a wrap comes at a wid
 mask once masked (the secret ran to its end: nothing but box edges, quotes or brackets after
 it), and the line begins, after a launcher prefix or a box edge, with an unbroken run of token
 characters that reads as part of a secret: a digit in it, or 20 characters or more (so that a
-word, `RuntimeError` or `Downloading`, is never taken). That run is masked too. The check costs
-nothing for lines that do not begin with such a run.
+word, `RuntimeError` or `Downloading`, is never taken), and that is not the date of a new log
+record (`2026-12-02 08:00:01 ...`). That run is masked too. The check costs nothing for lines
+that do not begin with such a run.
 """
 from __future__ import annotations
 
@@ -26,22 +27,34 @@ MARK = "<masked>"
 WRAPPED_MIN = 40  # characters of a line a terminal or rich wrapped
 
 
+# A log record's own start, a date then a time of day (`2026-12-02 08:00:01`, `2026/12/02 08:00`,
+# `12/02/2026 08:00`): a line that begins so is the next record, not the rest of a secret (the
+# line after `HF_TOKEN=<hf-token>` in an env dump lost its timestamp to the mask, and with it its
+# place in time)
+_RECORD_START = re.compile(r"(?:(?:19|20)\d\d[-/][01]\d[-/][0-3]\d|[01]\d/[0-3]\d/(?:19|20)\d\d)[T _][0-2]\d:[0-5]\d")
+
+
 def starts_like_a_continuation(line: str) -> bool:
+    return _secret_run(line) is not None
+
+
+def _secret_run(line: str) -> re.Match | None:
+    """The run of token characters that begins `line` (after a launcher prefix and a box edge)
+    when it may be the rest of a secret: a digit in it, or 20 characters or more, and not the
+    date of a new record."""
     start = _START.match(line, parse_prefix(line).offset)
-    return start is not None and _secret_like(start.group("rest"))
-
-
-def _secret_like(run: str) -> bool:
-    return any(char.isdigit() for char in run) or len(run) >= 20
+    if start is None or _RECORD_START.match(line, start.start("rest")):
+        return None
+    run = start.group("rest")
+    return start if any(char.isdigit() for char in run) or len(run) >= 20 else None
 
 
 def mask_continuation(line: str, previous_raw: str | None) -> str:
     """`line` (masked already) with the rest of a secret the previous line began masked."""
     if not previous_raw:
         return line
-    offset = parse_prefix(line).offset
-    start = _START.match(line, offset)
-    if start is None or not _secret_like(start.group("rest")) or len(previous_raw.rstrip()) < WRAPPED_MIN:
+    start = _secret_run(line)
+    if start is None or len(previous_raw.rstrip()) < WRAPPED_MIN:
         return line
     from . import mask_secrets
 
