@@ -33,7 +33,7 @@ ITEM_KEYS = {
     "references": ("title", "url"),
     "verified": ("by", "scenario"),
     "diagnostics": ("tool", "use"),
-    "signatures": ("name", "role", "weight", "pattern", "message", "examples", "near_misses"),
+    "signatures": ("name", "role", "weight", "pattern", "prefilter", "message", "examples", "near_misses"),
 }
 
 
