@@ -64,6 +64,11 @@ class Facts:
                      and match.captures.get("code") not in SIGTERM_CODES)
 
     @cached_property
+    def hosts(self) -> frozenset:
+        """Every host the logs name: seen by the scan, or tied to a rank (one means one node)."""
+        return frozenset(host for host in (*self.inputs.hosts, *self.identity.named) if host)
+
+    @cached_property
     def rows(self) -> dict:
         """What each rank did last (correlate/rank_table.py), by rank."""
         from .rank_table import build_rows

@@ -14,7 +14,7 @@ from ...model import Match
 from ..events import time_key
 from ..facts import Facts
 from ..hangs import BACKWARD_OPS, first_by_rank, first_disconnects, is_disconnect, op_for, sequence_progress
-from ..ids import MISMATCH, STRAGGLER, UNEVEN
+from ..ids import MISMATCH, P2P_FAILURE, STRAGGLER, UNEVEN
 from . import Decision, rule
 
 HANG_WEIGHT = 0.5  # how sure a verdict drawn from where ranks waited is, when no error line states it
@@ -267,12 +267,9 @@ def first_collective(facts: Facts, decision: Decision) -> Decision | None:
     """Every rank of a one-node job timed out in its very first collective (SeqNum 1, nothing
     completed): no rank was late, the GPUs never exchanged data. That is the intra-node transport
     (P2P over PCIe or NVLink) failing silently, the knowledge base's nccl-p2p-failure symptom."""
-    from ..ids import P2P_FAILURE
-
     sequences = [int(m.captures["seq"]) for m in facts.timeouts if str(m.captures.get("seq", "")).isdigit()]
     timed_out = {m.line.origin.rank for m in facts.timeouts if m.line.origin.rank is not None}
-    hosts = {host for host in (*facts.inputs.hosts, *facts.identity.named) if host}
-    if len(timed_out) < 2 or not sequences or max(sequences) > FIRST_SEQUENCE or len(hosts) > 1:
+    if len(timed_out) < 2 or not sequences or max(sequences) > FIRST_SEQUENCE or len(facts.hosts) > 1:
         return None
     if set(facts.rows) - timed_out:
         return None  # a rank that did not time out may simply be late
@@ -289,11 +286,9 @@ def p2p_redirected(facts: Facts, decision: Decision) -> Decision | None:
     can stall for good, the knowledge base's nccl-p2p-failure. (One corpus case shows it so far:
     dev/vllm-tp2-acs-p2p-allreduce-deadlock.)"""
     from ...match.context import DEVICE_ACS_REDIRECT
-    from ..ids import P2P_FAILURE
 
     redirects = [m for m in facts.matches if m.signature.name == DEVICE_ACS_REDIRECT]
-    hosts = {host for host in (*facts.inputs.hosts, *facts.identity.named) if host}
-    if not redirects or len(hosts) > 1:
+    if not redirects or len(facts.hosts) > 1:
         return None
     reason = (f"the job hung, and {len(redirects)} PCIe bridge(s) of the node redirect peer-to-peer traffic "
               "(ACSCtl ReqRedir+ CmpltRedir+): GPU peer copies go through the root complex and can stall")

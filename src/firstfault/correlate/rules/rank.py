@@ -103,8 +103,7 @@ def rank_from_device_index(facts: Facts, decision: Decision) -> Decision | None:
     if named is not None:
         return _named(decision, "rank-from-device-index", named.value,
                       f"drives GPU {index}, the device the line names ({named.how})", [match, *named.evidence[:2]])
-    hosts = {host for host in (*facts.inputs.hosts, *facts.identity.named) if host}
-    if len(hosts) <= 1 and index in facts.rows:
+    if len(facts.hosts) <= 1 and index in facts.rows:
         return _named(decision, "rank-from-device-index", index,
                       f"runs on GPU {index}, the device the line names (one node, one process per GPU)", [match])
     return None
