@@ -2,6 +2,8 @@
 are not failures; the same exception raised in the main flow is."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from firstfault.pipeline import diagnose_texts
 
 TRAINING = "\n".join(f"2026-03-01 10:00:{second:02d},000 INFO step {second} loss 0.{90 - second}" for second in range(30))
@@ -51,3 +53,42 @@ def test_a_main_flow_exception_after_a_nonfatal_one_is_still_the_failure():
     assert diagnosis.status == "failure"
     assert diagnosis.primary.failure_id == "user-code-exception"
     assert "IndexError" in diagnosis.initiating.text
+
+
+# --- torchrun's agent after its workers ended -------------------------------------------------
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+# a real run's second agent (torch 2.13, two agents as two nodes): agent 0, which holds the store,
+# left the exit barrier first, so agent 1's wait lost the connection; then its heartbeat and its
+# rendezvous shutdown failed, and the store client warned with a C++ backtrace
+AGENT_TEARDOWN = (REAL / "collective-after-fit-twonode-ws6-r0" / "logs" / "node1.log").read_text().splitlines()[51:]
+HEALTHY = REAL / "healthy-noisy-twonode-ws8-r0" / "logs"
+
+
+def _healthy_run_with(node1_tail: list[str]):
+    texts = {path.name: path.read_text() for path in sorted(HEALTHY.iterdir())}
+    texts["node1.log"] += "\n".join(node1_tail) + "\n"
+    return diagnose_texts(sorted(texts.items()))
+
+
+def test_the_agent_teardown_after_a_finished_run_leaves_it_healthy():
+    assert AGENT_TEARDOWN[0].endswith("Error waiting on exit barrier. Elapsed: 0.4899415969848633 seconds")
+    assert any(line.startswith("frame #1: c10::DistError::DistError(") for line in AGENT_TEARDOWN)
+    diagnosis = _healthy_run_with(AGENT_TEARDOWN)
+    assert diagnosis.status == "healthy", diagnosis.because
+
+
+def test_the_barrier_traceback_is_a_failure_without_the_line_that_says_the_agent_caught_it():
+    # the same traceback, raised where nothing caught it, is what ended that process
+    diagnosis = _healthy_run_with(AGENT_TEARDOWN[1:8])
+    assert diagnosis.status != "healthy"
+
+
+def test_a_cpp_backtrace_is_as_grave_as_the_line_it_belongs_to():
+    # its frames name functions (`c10::DistError::DistError(`), they state no error of their own
+    backtrace = [line for line in AGENT_TEARDOWN if line.startswith(("Exception raised from", "frame #"))]
+    warning = next(line for line in AGENT_TEARDOWN if "sendBytes failed" in line)
+    assert warning.startswith("[W") and len(backtrace) > 5
+    assert _status(TRAINING, warning, *backtrace) == "healthy"
+    # the same message logged at error level, with the same backtrace: the run did not go on from it
+    assert _status(TRAINING, warning.replace("[W1205", "[E1205", 1), *backtrace) != "healthy"

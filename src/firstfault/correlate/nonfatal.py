@@ -2,7 +2,9 @@
 
 `Exception ignored in: <... __del__>` (an exception in a destructor or at shutdown), `Exception
 in thread X:` (a background thread died, the process did not) and a multiprocessing queue's
-feeder thread reporting a closed pipe all print a full traceback while the run continues. The
+feeder thread reporting a closed pipe all print a full traceback while the run continues; so does
+torchrun's agent when its exit barrier (the wait for the other agents, after its own workers
+ended) fails, as when the agent holding the store left first. The
 lines of such a traceback, from its header to its exception line, are dropped before the verdict.
 """
 from __future__ import annotations

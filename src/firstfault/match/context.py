@@ -205,10 +205,15 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
              ("[rank11]: Traceback (most recent call last):",), ("print the traceback (most recent call last) here",)),
     # Python prints these tracebacks and goes on: an exception raised in a destructor or at
     # interpreter shutdown, in a background thread, in a multiprocessing queue's feeder thread
-    _context("nonfatal-exception", r'Exception ignored in\b|Exception in thread \S+(?: \([^)\n]*\))?:|multiprocessing/queues\.py", line \d+, in _feed',
+    # torchrun's agent logs the exception of its exit barrier (the wait for the other agents after
+    # its own workers ended) and exits with its workers' result all the same
+    # (torch/distributed/elastic/agent/server/api.py, SimpleElasticAgent._exit_barrier)
+    _context("nonfatal-exception", r'Exception ignored in\b|Exception in thread \S+(?: \([^)\n]*\))?:|multiprocessing/queues\.py", line \d+, in _feed|\bError waiting on exit barrier\b',
              ("Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f760335bca0>",
-              "Exception in thread Thread-3 (_pin_memory_loop):"),
-             ("Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:678",)),
+              "Exception in thread Thread-3 (_pin_memory_loop):",
+              "E1205 01:35:36.491000 22271 torch/distributed/elastic/agent/server/api.py:1008] Error waiting on exit barrier. Elapsed: 0.4899415969848633 seconds"),
+             ("Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:678",
+              "W1205 01:35:36.000000 22271 torch/distributed/elastic/agent/server/api.py:1005] Got termination signal: Signals.SIGTERM")),
     _context("failed-exit", r"(?i)(?:exit ?code|exit status|exited with (?:code|status))\s*[:=]?\s*(?P<code>-?[1-9]\d*)",
              ("srun: error: gpu-b200-014: task 0: Exited with exit code 1", "  exitcode  : -9 (pid: 71219)"),
              ("exit code: 0", "exited with code 0")),
@@ -220,7 +225,7 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     # for), and `NCCL error` by its second word (NCCL INFO lines are everywhere): each costs a
     # tenth of what a pattern without such a literal costs (bench/run_bench.py --quick).
     _context("error-statement",
-             r"\b[A-Z]\w*(?:Error|Exception)\b(?::|\(|\s*$)|\b(?:FATAL|PANIC)\b|\b(?:[Ff]atal|[Uu]ncorrectable) (?:error|exception|signal)\b|\bNVRM: Xid\b|\b(?:has )?fallen off the bus\b|\b[Ff]ailed to (?:allocate|load|open|initiali[sz]e|connect|receive|send|recv|create|launch|find)\b|\bout of memory\b|\b(?:CUDA|HIP|NCCL|RCCL|cuDNN|CUDNN|cuBLAS|CUBLAS|MIOpen) error\b|\b(?:CUDA|HIP|NCCL|RCCL|cuDNN|CUDNN|cuBLAS|CUBLAS|MIOpen) failure\b|\bcore dumped\b|\bSegmentation fault\b|\bAborted\b|\bError(?: [Cc]ode \d+)?: |\bCould not load (?:dynamic )?library\b|\bcannot open shared object file\b|\bOutOfMemory\b|\bOOM\b|\b[Ff]ailed\s*: |\bConnection refused\b|^[EF]\d{4} [\d:.]+\s+\d+ [\w./-]+\.(?:cc|cpp|cu|h|hpp|py):\d+\]|: [EF] [\w/]+\.(?:cc|cpp|h):\d+\]",
+             r"\b[A-Z]\w*(?:Error|Exception)\b(?::|\(|\s*$)|\b(?:FATAL|PANIC)\b|\b(?:[Ff]atal|[Uu]ncorrectable) (?:error|exception|signal)\b|\bNVRM: Xid\b|\b(?:has )?fallen off the bus\b|\b[Ff]ailed to (?:allocate|load|open|initiali[sz]e|connect|receive|send|recv|create|launch|find)\b|\bout of memory\b|\b(?:CUDA|HIP|NCCL|RCCL|cuDNN|CUDNN|cuBLAS|CUBLAS|MIOpen) error\b|\b(?:CUDA|HIP|NCCL|RCCL|cuDNN|CUDNN|cuBLAS|CUBLAS|MIOpen) failure\b|\bcore dumped\b|\bSegmentation fault\b|\bAborted\b|\bError(?: [Cc]ode \d+)?: |\bCould not load (?:dynamic )?library\b|\bcannot open shared object file\b|\bOutOfMemory\b|\bOOM\b|\b[Ff]ailed\s*: |\bConnection refused\b|^[EF]\d{4} [\d:.]+\s+\d+ [\w./-]+\.(?:cc|cpp|cu|h|hpp|py):\d+\]|: [EF] [\w/]+\.(?:cc|cpp|h):\d+\]|\[[EF](?:\d{4} [\d:.]+)? [\w./-]+\.(?:cc|cpp|cu|h|hpp):\d+\]",
              ("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
               "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor",
               "gpu-a:110:697 [0] NCCL WARN Failed to receive data from peer",
@@ -228,8 +233,13 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
               "[TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::145] Error Code 2: OutOfMemory (no further information)",
               "RuntimeError: HIP error: invalid device function",
               "gpu-a:110:697 [0] misc/socket.cc:538 NCCL WARN Net : Call to recv from 10.0.0.1<5555> failed : Connection refused",
-              "E0000 00:00:1700000000.000000 12345 cuda_dnn.cc:535] Loaded runtime CuDNN library: 8.5.0 but source was compiled with: 8.6.0."),
-             ("0 errors, 0 warnings", "I0000 00:00:1700000000.000000 12345 cuda_dnn.cc:529] Loaded cuDNN version 8600", "step 100 loss 2.3 (no error)", "errors: 0", "--error-log /var/log/train.err")),
+              "E0000 00:00:1700000000.000000 12345 cuda_dnn.cc:535] Loaded runtime CuDNN library: 8.5.0 but source was compiled with: 8.6.0.",
+              # c10's own log lines at error level (torch >= 2.4 writes the date and time, older ones not)
+              "[rank1]:[E1205 01:35:37.789313653 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=3): Broken pipe",
+              "[E ProcessGroupGloo.cpp:138] Rank 1 successfully reached monitoredBarrier, but received errors"),
+             ("0 errors, 0 warnings", "I0000 00:00:1700000000.000000 12345 cuda_dnn.cc:529] Loaded cuDNN version 8600", "step 100 loss 2.3 (no error)", "errors: 0", "--error-log /var/log/train.err",
+              "[W1205 01:35:37.789313653 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=3): Broken pipe",
+              "[I1205 01:35:20.100000000 ProcessGroupNCCL.cpp:946] [PG ID 0 PG GUID 0 Rank 1] ProcessGroupNCCL initialization options")),
     _context("failed-word", r"(?:\bERROR\b|\bFATAL\b|\bCRITICAL\b|\berror: )",
              ("[2024-06-14 10:29:06,402] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -6)",),
              ("0 errors, 0 warnings",)),

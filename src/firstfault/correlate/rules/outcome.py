@@ -42,7 +42,14 @@ _NOT_AN_ERROR_LEVEL = re.compile(r"(?i:\bwarn(?:ing)?\b)|\b[A-Z]\w*Warning\b|^\S
 _STILL_AN_ERROR = re.compile(r"\bfailed\s*: |\bConnection (?:refused|reset|closed)\b")
 
 
+# ... and a frame of a C++ backtrace (`frame #1: c10::DistError::DistError(...)`) names functions:
+# it belongs to the message above it, whose level is its own
+_BACKTRACE_FRAME = re.compile(r"^\s*frame #\d+: ")
+
+
 def _states_an_error(text: str) -> bool:
+    if _BACKTRACE_FRAME.match(text):
+        return False
     return not _NOT_AN_ERROR_LEVEL.search(text) or bool(_STILL_AN_ERROR.search(text))
 
 
