@@ -168,3 +168,31 @@ def test_time_limit_scenarios_wait_long_enough_to_be_a_hang():
         assert scenario.driver == "time-limit"
         assert scenario.pg_timeout > 10 * scenario.cancel_after  # no rank can time out before the scheduler acts
         assert scenario.cancel_after + 2 * JOB.kill_wait < scenario.wall_timeout
+
+
+def test_a_scenario_whose_fault_is_always_on_one_rank_refuses_another():
+    # rank 0 alone loads the resume checkpoint: asked for rank 1, the lab would label a truth
+    # the run cannot have (the fault still fires on rank 0)
+    for name in ("checkpoint-truncated", "state-dict-mismatch"):
+        scenario = get(name)
+        assert scenario.rank_fixed and scenario.default_rank == 0
+        assert choose(scenario, "tee", 3, 0)[2] == 0
+        with pytest.raises(LabError, match="always fails on rank 0"):
+            choose(scenario, "tee", 3, 1)
+    assert not get("exc-index-error").rank_fixed  # its --inject names the rank
+    assert choose(get("exc-index-error"), "tee", 3, 2)[2] == 2
+
+
+def test_the_scheduler_s_sigterm_reaches_a_process_in_every_layout_its_scenarios_list(tmp_path):
+    from firstfault.lab.layouts import plan_launch
+    from firstfault.lab.runner import _sigterm_targets
+    from firstfault.lab.scenarios import SCENARIOS
+
+    for scenario in (s for s in SCENARIOS if s.driver == "sigterm-launcher"):
+        for layout in scenario.layouts:
+            plan = plan_launch(layout, world_size=4, script="train.py", script_args=[], logs_dir=tmp_path, port=1,
+                               slurm_job=JOB)
+            started = {process.name: object() for process in plan.processes}  # what the runner started, by name
+            targets = _sigterm_targets(plan, started)
+            assert targets, (scenario.name, layout)
+            assert all(started[name] is popen for name, popen, _group in targets)

@@ -71,6 +71,9 @@ def choose(scenario: Scenario, layout: str | None, world_size: int | None, rank:
     rank = scenario.default_rank if rank is None else rank
     if layout not in scenario.layouts:
         raise LabError(f"scenario {scenario.name} runs in layouts {', '.join(scenario.layouts)}, not {layout}")
+    if scenario.rank_fixed and rank != scenario.default_rank:
+        raise LabError(f"scenario {scenario.name} always fails on rank {scenario.default_rank} (its fault is in what "
+                       f"that rank alone does): leave out --rank, or give --rank {scenario.default_rank}")
     if layout == "twonode" and world_size % 2:
         raise LabError("the twonode layout needs an even --world-size")
     second_rank = None
@@ -115,9 +118,11 @@ def _script_args(scenario: Scenario, *, rank: int, second_rank: int | None, work
 
 
 def _sigterm_targets(plan: LaunchPlan, started: dict) -> list[tuple[str, subprocess.Popen, bool]]:
-    """Who the 'scheduler' signals: the launcher (node 1's in twonode), or every rank without one."""
-    if plan.layout == "plain":
-        return [(name, popen, True) for name, popen in started.items()]
+    """Who the 'scheduler' signals: the launcher (node 1's in twonode), or every rank without one
+    (srun's tasks, as Slurm signals every task of the step; the plain layout's shells, with their
+    process groups)."""
+    if plan.layout in ("plain", "srun"):
+        return [(name, popen, plan.layout == "plain") for name, popen in started.items()]
     name = "agent1" if plan.layout == "twonode" else "agent0"
     return [(name, started[name], False)]
 

@@ -56,6 +56,12 @@ class Scenario:
     def fixable(self) -> bool:
         return bool(self.fix_args)
 
+    @property
+    def rank_fixed(self) -> bool:
+        """The fault fires on `default_rank` whatever rank is asked for: nothing the lab passes the
+        script names a rank (rank 0 alone loads the resume checkpoint and broadcasts it)."""
+        return self.initiator == "fault" and "{rank}" not in " ".join(self.train_args)
+
 
 def _native(name, description, inject, notes, **extra):
     """One rank dies by a fatal signal, no traceback; the others fail in the collective it left."""
