@@ -27,3 +27,13 @@ def test_context_signature_examples_and_near_misses(signature):
 def test_context_signature_names_are_unique():
     names = [signature.name for signature in CONTEXT_SIGNATURES]
     assert len(names) == len(set(names))
+
+
+def test_a_context_prefilter_is_wider_than_its_pattern():
+    # the fast engine looks for the prefilter; one that missed an example would lose those lines
+    from firstfault.match.compiler import prefilter_problems
+
+    with_prefilter = [signature for signature in CONTEXT_SIGNATURES if signature.prefilter]
+    assert with_prefilter  # error-statement's glog alternative (see match/context.py)
+    assert {signature.name: prefilter_problems(signature) for signature in with_prefilter} == {
+        signature.name: [] for signature in with_prefilter}
