@@ -89,13 +89,20 @@ def _name_of(item: InputFile) -> str:
 
 
 def _dump_report(inputs: list[InputFile]):
-    """Flight-recorder and stack dumps among the inputs (stdin is never a dump)."""
-    from .dumps import analyze_contents, analyze_files
+    """Flight-recorder and stack dumps among the inputs (stdin is never a dump). The files whose
+    first bytes cannot be a dump's are logs: the dump reader is loaded only for the others."""
+    from .dumps.sniff import dump_candidates
 
-    on_disk = [str(item.path) for item in inputs if item.path is not None]
+    candidates = dump_candidates(str(item.path) for item in inputs if item.path is not None)
     in_memory = [(item.display, item.content) for item in inputs if item.content is not None]
-    report = analyze_files(on_disk) if on_disk else None
+    report = None
+    if candidates:
+        from .dumps import analyze_files
+
+        report = analyze_files(candidates)
     if in_memory:
+        from .dumps import analyze_contents
+
         report = analyze_contents(in_memory)  # uploads come alone, never mixed with paths
     return report
 

@@ -99,3 +99,22 @@ def test_in_memory_size_limit(sleep_case):
     report = analyze_contents([("fr_trace_rank_0", data)], max_bytes=100)
     assert report.consumed == ("fr_trace_rank_0",)
     assert "over the 100-byte limit" in report.skipped[0][1]
+
+
+def test_the_cheap_sniff_keeps_every_file_classify_takes(sleep_case):
+    # the pipeline sends only the sniff's candidates to classify: a dump it dropped would be
+    # read as a log. Every real dump and log the repository holds, and the real dump set.
+    from pathlib import Path
+
+    from firstfault.dumps.sniff import dump_candidates
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    paths = [str(path) for path in sorted(fixtures.rglob("*")) if path.is_file()] + list(files(sleep_case))
+    taken = [path for path in paths if classify(path, _head(path)) is not None]
+    assert len(taken) >= 10  # the corpora hold real dumps (flight recorder, py-spy, faulthandler)
+    candidates = set(dump_candidates(paths))
+    assert [path for path in taken if path not in candidates] == []
+    # and it leaves logs with no stack-like line out (what makes it worth having: the dump
+    # reader is then not even loaded); a line that ends in ')' may be a py-spy frame
+    assert str(fixtures / "dev" / "README.md") not in candidates
+    assert len(candidates) < len(paths)

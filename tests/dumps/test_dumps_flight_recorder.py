@@ -5,7 +5,8 @@ import pickletools
 
 import pytest
 
-from firstfault.dumps.flight_recorder import load_dump, looks_like_dump, parse_dump
+from firstfault.dumps.flight_recorder import load_dump, parse_dump
+from firstfault.dumps.sniff import looks_like_dump
 from firstfault.errors import InputError
 
 

@@ -181,7 +181,8 @@ def test_pyspy_native_frames_are_library_code():
 def test_quick_check_never_rejects_a_stack_line(sleep_case, op_case):
     """The byte-level pre-check of looks_like_stacks is a necessary condition: every line the
     header and frame patterns accept (real captures, prefixed or not, and the odd shapes) passes it."""
-    from firstfault.dumps.stacks import _frame, _is_header, _strip_prefix, may_hold_stack_lines
+    from firstfault.dumps.sniff import may_hold_stack_lines
+    from firstfault.dumps.stacks import _frame, _is_header, _strip_prefix
 
     lines = [line for case in (sleep_case, op_case) for path in files(case, "*.txt")
              for line in open(path, encoding="utf-8").read().splitlines()]

@@ -51,3 +51,17 @@ def test_diagnose_leaves_the_other_interfaces_unloaded(diagnose_modules):
 def test_diagnose_stays_within_its_module_budget(diagnose_modules):
     ours = {name for name in diagnose_modules if name.split(".")[0] == "firstfault"}
     assert len(ours) <= FIRSTFAULT_MODULE_BUDGET, sorted(ours)
+
+
+def test_a_log_with_no_stack_like_line_leaves_the_dump_reader_unloaded(tmp_path):
+    # every input passes the cheap sniff (dumps/sniff.py); the reader loads only for a candidate
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"2026-03-01 10:00:{s:02d},000 INFO step {s} loss 0.{90 - s}\n" for s in range(30)))
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    modules = imported_modules(environment, "diagnose", "--format", "json", str(log))
+    assert "firstfault.dumps.sniff" in modules
+    assert [name for name in modules if name.startswith("firstfault.dumps.") and name != "firstfault.dumps.sniff"] == []
+    stack = tmp_path / "pyspy_rank0.txt"
+    stack.write_text('Process 4242: python train.py\nThread 4242 (idle): "MainThread"\n    wait (threading.py:320)\n'
+                     "    barrier (torch/distributed/distributed_c10d.py:3744)\n    <module> (train.py:12)\n")
+    assert "firstfault.dumps.stacks" in imported_modules(environment, "diagnose", "--format", "json", str(log), str(stack))

@@ -12,26 +12,21 @@ from typing import Iterable
 from firstfault.errors import InputError
 
 from .analysis import analyze_flight_recorder
-from .flight_recorder import DEFAULT_MAX_BYTES, load_dump, looks_like_dump, parse_dump
+from .flight_recorder import DEFAULT_MAX_BYTES, load_dump, parse_dump
 from .ranks import format_ranks, rank_from_name
 from .results import DumpReport, FlightRecorderResult, StackResult
+from .sniff import HEAD_BYTES, has_dump_name, is_pickle, looks_like_dump, read_head
 from .stacks import group_stacks, load_stacks, looks_like_stacks, parse_stack_text
 
-HEAD_BYTES = 64 * 1024
 FLIGHT_RECORDER_KIND = "flight_recorder"
 STACKS_KIND = "stacks"
-# The dump writer's default file names: <TORCH_FR_DUMP_TEMP_FILE><rank>.
-_DUMP_NAMES = ("fr_trace", "nccl_trace", "comm_lib_trace", "flight_recorder")
 
 
 def classify(path: str, head: bytes) -> str | None:
     """'flight_recorder', 'stacks' or None (a log, or not ours) from the name and first bytes."""
-    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+    if is_pickle(head):
         return FLIGHT_RECORDER_KIND  # any pickle: only the restricted loader may open it
-    if looks_like_dump(head):
-        return FLIGHT_RECORDER_KIND
-    name = os.path.basename(path).lower()
-    if any(marker in name for marker in _DUMP_NAMES) and head.lstrip()[:1] == b"{":
+    if looks_like_dump(head) or has_dump_name(path, head):
         return FLIGHT_RECORDER_KIND
     if looks_like_stacks(head) and b"Fatal Python error: " not in head:
         # faulthandler's stacks after "Fatal Python error:" report a crash: a log, not a dump
@@ -45,7 +40,7 @@ def analyze_files(paths: Iterable[str], *, world_size: int | None = None,
     """Read the dumps among `paths`, analyze them, and say which files were taken."""
     taken = _Taken()
     for path in paths:
-        kind = classify(path, _head(path))
+        kind = classify(path, read_head(path))
         if kind == FLIGHT_RECORDER_KIND:
             taken.add(path, lambda path=path: taken.dumps.append(load_dump(path, max_bytes=max_bytes)))
         elif kind == STACKS_KIND:
@@ -122,14 +117,6 @@ def _stacks_from_bytes(name: str, data: bytes):
     if not stacks:
         raise InputError(f"{name}: no stack found", "pass py-spy dump or faulthandler output")
     return stacks
-
-
-def _head(path: str) -> bytes:
-    try:
-        with open(path, "rb") as stream:
-            return stream.read(HEAD_BYTES)
-    except OSError:
-        return b""  # unreadable: the engine's ingest reports it
 
 
 def _report(flight: FlightRecorderResult | None, stacks: StackResult | None,

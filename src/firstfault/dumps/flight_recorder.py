@@ -99,17 +99,6 @@ class FlightRecorderDump:
         return not entry.is_p2p and 0 < entry.collective_seq_id <= last_started
 
 
-def looks_like_dump(head: bytes) -> bool:
-    """A cheap guess from the first bytes; load_dump decides."""
-    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
-        return b"version" in head[:4096] and (b"pg_config" in head or b"entries" in head)
-    text = head.lstrip()[:4096]
-    if text[:1] != b"{":
-        return False
-    return b'"pg_config"' in text or b'"comm_lib_version"' in text or (
-        b'"entries"' in text and b'"collective_seq_id"' in text)
-
-
 def load_dump(path: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
               rank: int | None = None) -> FlightRecorderDump:
     """Read one per-rank dump; rank defaults to the number in the file name."""

@@ -19,12 +19,10 @@ from firstfault.errors import InputError
 
 from .ranks import LINE_PREFIX, format_ranks, rank_from_name
 from .results import Frame, StackGroup, StackResult
+from .sniff import MAX_FRAME_LINE, may_hold_stack_lines
 from .stack_frames import describe, grouping_key, in_collective
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-# No frame or thread header is longer; longer lines are not looked at (the frame patterns would
-# take time quadratic in a long line's length)
-MAX_FRAME_LINE = 2000
 _PYSPY_THREAD = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \(([a-z+ ]+)\)(?::\s*"(.*)")?\s*$')
 # Exactly four spaces: deeper lines are --locals values, not frames.
 _PYSPY_FRAME = re.compile(r"^ {4}(\S[^()]*?(?:\([^)]*\))?[^()]*?) \(([^()]+?)(?::(\d+))?\)\s*$")
@@ -34,25 +32,6 @@ _FH_STACK = re.compile(r"^Stack \(most recent call first\):\s*$")
 _FH_FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (.+?)\s*$')
 _TORCH_FRAME = re.compile(r"^\s*#(\d+) (.+?) from (.+?):(\d+)\s*$")
 _PROCESS = re.compile(r"^Process \d+: ")
-# Every header or frame line above contains a match of one of these: a head with none is no
-# stack dump, decided at C speed (discovery looks at the head of every input, thousands on a
-# large job). The pattern runs only where its literals are found by a plain substring search.
-_STACK_LINE_HINTS = tuple((literals, re.compile(pattern)) for literals, pattern in (
-    ((b"Thread ",), rb"Thread (?:0x[0-9A-Fa-f]+|\d+) \("),
-    ((b"(most recent call first)",), rb"\(most recent call first\)"),
-    ((b"Process ",), rb"Process \d+: "),
-    ((b'", line ',), rb'", line \d+ in '),
-    ((b"#", b" from "), rb"#\d{1,9} [^\n]{0,%d}? from [^\n]{0,%d}?:\d" % (MAX_FRAME_LINE, MAX_FRAME_LINE)),
-    # a py-spy frame: four spaces, and a line that ends in a parenthesis
-    ((b"    ", b")"), rb"\)[ \t]*(?:[\r\n\x0b\x0c\x1c-\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]|$)"),
-))
-
-
-def may_hold_stack_lines(data: bytes) -> bool:
-    return any(all(literal in data for literal in literals) and pattern.search(data)
-               for literals, pattern in _STACK_LINE_HINTS)
-
-
 @dataclass(frozen=True)
 class ThreadStack:
     name: str
