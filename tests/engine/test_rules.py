@@ -539,6 +539,26 @@ def test_hang_silent_first_when_only_one_rank_logs_and_it_began_work_of_its_own(
     assert decided.initiating.line.origin.rank == 0
 
 
+def test_hang_silent_first_a_rank_that_is_not_the_logger_began_work_alone_and_nobody_printed_after():
+    """Rank 0 logs the steps; rank 3, not the logger, was last seen starting an evaluation of its
+    own; no rank printed anything after that (they waited in the epoch-end barrier): rank 3."""
+    def quiet(rank, time=31.0):
+        return StreamActivity("node.log", rank, None, (StreamLine(rank, time, f"epoch 0: rank {rank} shard has 128 samples -> 8 steps"),))
+    logger = StreamActivity("node.log", 0, None, (StreamLine(10, 31.0, "epoch 0: rank 0 shard has 128 samples -> 8 steps"),
+                                                  StreamLine(11, 35.0, "epoch 0 step 8/8 loss 1.35")),
+                            False, (StreamLine(11, 35.0, "epoch 0 step 8/8 loss 1.35"),))
+    evaluating = StreamActivity("node.log", 3, None, (StreamLine(13, 31.0, "epoch 0: rank 3 shard has 128 samples -> 8 steps"),
+                                                      StreamLine(14, 35.1, "rank 3: evaluating epoch 0 on the held-out set")))
+    hang = Decision(hang="nothing was printed for 8 s")
+    decided = rule("hang-silent-first").apply(facts([], activity=[logger, quiet(1), quiet(2), evaluating, quiet(4)]), hang)
+    assert decided is not None and decided.initiating.line.origin.rank == 3
+    # a rank that printed after rank 3 began (its step went on): rank 3's evaluation is no proof
+    went_on = StreamActivity("node.log", 4, None, (StreamLine(15, 31.0, "epoch 0: rank 4 shard has 128 samples -> 8 steps"),
+                                                   StreamLine(16, 40.0, "rank 4: heartbeat ok")))
+    decided = rule("hang-silent-first").apply(facts([], activity=[logger, quiet(1), quiet(2), evaluating, went_on]), hang)
+    assert decided is None or decided.initiating.line.origin.rank != 3
+
+
 def test_loopback_across_hosts_is_a_virtual_interface_fault():
     loopback = context("nccl-loopback-interface", 3, rank=0, captures={"interface": "lo", "address": "127.0.0.1"},
                        host="gpu-a", text="gpu-a:1:1 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>")

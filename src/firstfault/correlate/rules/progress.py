@@ -228,6 +228,9 @@ def _behind(streams: list[StreamActivity]) -> StreamActivity | None:
             behind.append(stream)
     if len(behind) == 1:
         return behind[0]
+    alone = _alone_at_work(streams)
+    if alone is not None:
+        return alone
     timed = [stream for stream in streams if stream.last_time is not None]
     if len(timed) < 2:
         return None
@@ -242,6 +245,23 @@ RANK_ALONE_WORK = ("evaluat", "validat", "saving", "checkpoint", "download", "pr
 
 
 RANK_ALONE_DONE = ("saved", "done", "finished", "complete", "wrote", "written", "loaded", "uploaded", "downloaded")
+
+
+WORK_ALONE_SLACK_SECONDS = 1.0  # the others' last lines may carry the same instant (host clocks)
+
+
+def _alone_at_work(streams: list[StreamActivity]) -> StreamActivity | None:
+    """The one stream last seen starting work of its own ("rank 3: evaluating epoch 0"), when no
+    other stream printed anything after it started: they were waiting for it (in a collective,
+    silently) while it never said the work was done."""
+    working = [stream for stream in streams if _doing_work_alone(stream)]
+    if len(working) != 1 or working[0].last_time is None:
+        return None
+    started = working[0].last_time
+    others = [stream for stream in streams if stream is not working[0]]
+    if all(other.last_time is not None and other.last_time <= started + WORK_ALONE_SLACK_SECONDS for other in others):
+        return working[0]
+    return None
 
 
 def _doing_work_alone(stream: StreamActivity) -> bool:
@@ -272,6 +292,9 @@ def silent_first(facts: Facts, decision: Decision) -> Decision | None:
     when = f" at {anchor.line.origin.time and _clock(anchor.line.origin.time)}" if anchor.line.origin.time else ""
     reason = (f"rank {stuck.rank} fell silent first{when} (its last line: {stuck.last.text.strip()[:90]!r}); "
               f"the other ranks printed that step and went on, then waited for it")
+    if _doing_work_alone(stuck):
+        reason = (f"rank {stuck.rank} was last seen{when} starting work of its own ({stuck.last.text.strip()[:90]!r}) "
+                  f"and never said it was done; the other ranks printed nothing after it, waiting for it")
     if decision.hang:
         reason += f"; {decision.hang}"
     return decision.with_because("hang-silent-first", reason, [anchor], note=reason,
