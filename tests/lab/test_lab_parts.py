@@ -196,3 +196,21 @@ def test_the_scheduler_s_sigterm_reaches_a_process_in_every_layout_its_scenarios
             targets = _sigterm_targets(plan, started)
             assert targets, (scenario.name, layout)
             assert all(started[name] is popen for name, popen, _group in targets)
+
+
+def test_the_fault_marker_appears_whole(tmp_path, monkeypatch):
+    # the runner acts the moment the marker's name exists and reads the rank in it (the OOM
+    # killer's victim): once it read an empty file the trainer had created and not yet written.
+    # So the marker is never written in place: it appears by a rename, whole.
+    import argparse
+
+    pytest.importorskip("torch")
+    from firstfault.lab import train
+
+    marker = tmp_path / "reached-step"
+    written, write_text = [], Path.write_text
+    monkeypatch.setattr(Path, "write_text", lambda self, *a, **k: (written.append(self), write_text(self, *a, **k))[1])
+    train.fire(argparse.Namespace(fault_marker=str(marker)), "oom-victim", 2)
+    assert written and marker not in written
+    assert marker.read_text() == "oom-victim 2"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["reached-step"]

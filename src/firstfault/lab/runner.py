@@ -159,7 +159,10 @@ def _act_on_marker(sup: _Supervision, marker: Path, seen_at: float) -> bool:
             sup.run.actions.append(f"sent SIGTERM to {name} at {sup.elapsed()}")
         return True
     if driver == "oom-killer":
-        victim = int(marker.read_text().split()[1])
+        fields = marker.read_text().split()
+        if len(fields) < 2:
+            return False  # not written whole yet (train.py renames it into place): the next look acts
+        victim = int(fields[1])
         drivers.oom_kill(sup.rank_info, victim, sup.logs_dir / "dmesg.txt", sup.run.actions)
         return True
     if driver == "time-limit" and time.monotonic() >= seen_at + sup.scenario.cancel_after:

@@ -226,7 +226,11 @@ def emit_noise(args, rank):
 def fire(args, kind, rank):
     """An injected fault is about to happen: tell the lab (its scheduler may act on it)."""
     if args.fault_marker:
-        Path(args.fault_marker).write_text(f"{kind} {rank}")
+        # written whole, then renamed: the lab acts as soon as the name exists and reads the rank in it
+        marker = Path(args.fault_marker)
+        partial = marker.with_name(f".{marker.name}.{os.getpid()}")
+        partial.write_text(f"{kind} {rank}")
+        partial.replace(marker)
 
 
 def save_checkpoint(args, model, optimizer, epoch, rank, faults):
