@@ -97,9 +97,9 @@ def _dump_report(inputs: list[InputFile]):
     in_memory = [(item.display, item.content) for item in inputs if item.content is not None]
     report = None
     if candidates:
-        from .dumps import analyze_files
+        from .dumps import analyze_heads
 
-        report = analyze_files(candidates)
+        report = analyze_heads(candidates)
     if in_memory:
         from .dumps import analyze_contents
 

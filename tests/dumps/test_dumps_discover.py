@@ -112,7 +112,7 @@ def test_the_cheap_sniff_keeps_every_file_classify_takes(sleep_case):
     paths = [str(path) for path in sorted(fixtures.rglob("*")) if path.is_file()] + list(files(sleep_case))
     taken = [path for path in paths if classify(path, _head(path)) is not None]
     assert len(taken) >= 10  # the corpora hold real dumps (flight recorder, py-spy, faulthandler)
-    candidates = set(dump_candidates(paths))
+    candidates = {path for path, _head in dump_candidates(paths)}
     assert [path for path in taken if path not in candidates] == []
     # and it leaves logs with no stack-like line out (what makes it worth having: the dump
     # reader is then not even loaded); a line that ends in ')' may be a py-spy frame

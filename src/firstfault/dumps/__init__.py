@@ -1,14 +1,14 @@
 """Flight-recorder dumps and stack dumps: which rank did not join, and where each rank is.
 
-The engine calls `analyze_files(paths)` with the input files `sniff.dump_candidates` keeps (the
-others are logs), and skips, as logs, the files the returned report lists in `consumed`. The
-names below are loaded on first use: a diagnosis of logs alone imports only `sniff`.
+The engine calls `analyze_heads` with the input files `sniff.dump_candidates` keeps (the others
+are logs) and their first bytes, and skips, as logs, the files the returned report lists in
+`consumed`. The names below are loaded on first use: a diagnosis of logs alone imports only `sniff`.
 """
 from importlib import import_module
 
 _HOMES = {
     "analyze_flight_recorder": "analysis",
-    "analyze_files": "discover", "analyze_contents": "discover", "classify": "discover",
+    "analyze_files": "discover", "analyze_heads": "discover", "analyze_contents": "discover", "classify": "discover",
     "FlightRecorderDump": "flight_recorder", "load_dump": "flight_recorder", "parse_dump": "flight_recorder",
     "Collective": "results", "DumpReport": "results", "FlightRecorderResult": "results", "Frame": "results",
     "Mismatch": "results", "RankPosition": "results", "StackGroup": "results", "StackResult": "results",

@@ -38,9 +38,15 @@ def classify(path: str, head: bytes) -> str | None:
 def analyze_files(paths: Iterable[str], *, world_size: int | None = None,
                   max_bytes: int = DEFAULT_MAX_BYTES) -> DumpReport:
     """Read the dumps among `paths`, analyze them, and say which files were taken."""
+    return analyze_heads(((path, read_head(path)) for path in paths), world_size=world_size, max_bytes=max_bytes)
+
+
+def analyze_heads(heads: Iterable[tuple[str, bytes]], *, world_size: int | None = None,
+                  max_bytes: int = DEFAULT_MAX_BYTES) -> DumpReport:
+    """The same, from (path, first HEAD_BYTES) pairs already read (`sniff.dump_candidates`)."""
     taken = _Taken()
-    for path in paths:
-        kind = classify(path, read_head(path))
+    for path, head in heads:
+        kind = classify(path, head)
         if kind == FLIGHT_RECORDER_KIND:
             taken.add(path, lambda path=path: taken.dumps.append(load_dump(path, max_bytes=max_bytes)))
         elif kind == STACKS_KIND:

@@ -68,6 +68,8 @@ def read_head(path: str) -> bytes:
         return b""  # unreadable: the engine's ingest reports it
 
 
-def dump_candidates(paths: Iterable[str]) -> list[str]:
-    """The paths whose first bytes may be a dump's (the others are logs)."""
-    return [path for path in paths if may_be_dump(path, read_head(path))]
+def dump_candidates(paths: Iterable[str]) -> list[tuple[str, bytes]]:
+    """(path, first bytes) of the inputs that may be dumps (the others are logs); the heads go on
+    to `discover.analyze_heads`, which need not read them again."""
+    heads = ((path, read_head(path)) for path in paths)
+    return [(path, head) for path, head in heads if may_be_dump(path, head)]

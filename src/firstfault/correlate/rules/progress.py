@@ -290,11 +290,13 @@ def silent_first(facts: Facts, decision: Decision) -> Decision | None:
         return None
     anchor = activity_match(stuck, STRAGGLER)
     when = f" at {anchor.line.origin.time and _clock(anchor.line.origin.time)}" if anchor.line.origin.time else ""
-    reason = (f"rank {stuck.rank} fell silent first{when} (its last line: {stuck.last.text.strip()[:90]!r}); "
-              f"the other ranks printed that step and went on, then waited for it")
+    last = stuck.last.text.strip()[:90]
     if _doing_work_alone(stuck):
-        reason = (f"rank {stuck.rank} was last seen{when} starting work of its own ({stuck.last.text.strip()[:90]!r}) "
-                  f"and never said it was done; the other ranks printed nothing after it, waiting for it")
+        reason = (f"rank {stuck.rank} was last seen{when} starting work of its own ({last!r}) and never said it "
+                  f"was done; the other ranks printed nothing after it, waiting for it")
+    else:
+        reason = (f"rank {stuck.rank} fell silent first{when} (its last line: {last!r}); "
+                  f"the other ranks printed that step and went on, then waited for it")
     if decision.hang:
         reason += f"; {decision.hang}"
     return decision.with_because("hang-silent-first", reason, [anchor], note=reason,
