@@ -46,7 +46,8 @@ class BytesRecorder(Recorder):
 
 
 def test_many_files_with_a_progress_observer(tmp_path, signatures):
-    """Enough files that the pool hands them out in chunks (a plain generator, no timeouts)."""
+    """Enough files that the pool hands them out in groups (schedule.groups_by_share): every file is
+    reported, in input order."""
     for rank in range(64):
         (tmp_path / f"rank{rank}.log").write_text(f"[rank{rank}]: step 1 loss 2.0\n" * 50)
     inputs, _ = expand_inputs([str(tmp_path)])

@@ -91,18 +91,17 @@ def diagnoses_agree(paths, monkeypatch) -> str:
 
 @pytest.fixture
 def cut_small(monkeypatch):
-    """Blocks of 1 MiB, and files from 4 MiB up are cut (two workers, four parts)."""
+    """Blocks of 1 MiB, and files from 4 MiB up are cut (two workers: a 12 MiB file in parts of
+    3, 3, 2, 2 and 2 MiB)."""
     monkeypatch.setattr(reader, "BLOCK_BYTES", 1024 * 1024)
     monkeypatch.setattr(split, "SPLIT_MIN_BYTES", 4 * 1024 * 1024)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1024 * 1024)
 
 
-def planted_at_cuts(total_lines: int, line_bytes: int, parts: int, texts: list[str]) -> dict[int, str]:
+def planted_at_cuts(total_lines: int, line_bytes: int, workers: int, texts: list[str]) -> dict[int, str]:
     """Put `texts` around where the cuts of a file of total_lines lines fall."""
-    size = total_lines * line_bytes
-    step = -(-size // parts // reader.BLOCK_BYTES) * reader.BLOCK_BYTES
     planted = {}
-    for cut_index, offset in enumerate(range(step, size, step)):
+    for cut_index, offset in enumerate(split.cut_offsets(total_lines * line_bytes, workers, reader.BLOCK_BYTES)):
         line = offset // line_bytes
         for shift, text in enumerate(texts):
             planted[line - 1 + shift + cut_index % 2] = text
@@ -119,8 +118,7 @@ def test_faults_planted_at_the_cuts_give_the_serial_diagnosis(tmp_path, cut_smal
                "operation timeout: WorkNCCL(SeqNum=912, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
                "ran for 600010 milliseconds before timing out.")
     lines = 110_000  # ~12 MB
-    parts = split.part_count(lines * LINE_BYTES, 2)
-    planted = planted_at_cuts(lines, LINE_BYTES, parts, [fault.split("\n")[0], fault.split("\n")[1], timeout])
+    planted = planted_at_cuts(lines, LINE_BYTES, 2, [fault.split("\n")[0], fault.split("\n")[1], timeout])
     log = tmp_path / "train.log"
     write_big_console(log, lines, planted)
     assert log.stat().st_size >= split.SPLIT_MIN_BYTES

@@ -6,16 +6,17 @@ Same contract as scanning one input after the other with `scanner.scan` (and the
 calls, `file_started` before and `file_finished` after each input, in input order). Small jobs,
 stdin and in-memory inputs are scanned in this process: starting workers costs more than it
 saves below PARALLEL_MIN_BYTES. The work is whole files, and parts of big files (`split`: a
-1 GiB console is read by every core, and merged into the scan a whole read gives). Each worker
-rebuilds the scanner from its signatures (the compiled database comes from the cache in about a
-millisecond) and returns picklable scans.
+1 GiB console is read by every core, and merged into the scan a whole read gives), handed out in
+groups of consecutive files and parts that shrink toward the end (`schedule`: the workers finish
+together). Each worker rebuilds the scanner from its signatures (the compiled database comes
+from the cache in about a millisecond) and returns picklable scans.
 
 The first input is scanned here first when it is not cut, so that every worker starts from the
 same reference year for timestamps that omit it (as a serial scan would carry it from file to
 file); when it is cut, from the year its first lines give.
 
-Progress: workers add the bytes they scan to a shared counter (and take a file's bytes back out
-when it is done); while waiting for the next result in input order, this process hands the
+Progress: workers add the bytes they scan to a shared counter (and take a group's bytes back out
+when its scans are sent back); while waiting for the next result in input order, this process hands the
 counter to the observer's `bytes_in_flight` every PROGRESS_SECONDS, so one large file among many
 shows progress instead of a line frozen until it ends.
 """
@@ -25,6 +26,7 @@ import os
 
 from ..ingest.sources import InputFile
 from .scanner import FileScan, Scanner
+from .schedule import groups_by_share
 from .split import Part, PartScan, file_size, merge_parts, plan_parts, scan_part
 
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
@@ -43,19 +45,11 @@ def _start_worker(scanner: Scanner, reference_year: int | None, in_flight=None) 
     _in_flight = in_flight
 
 
-def _scan_in_worker(unit: tuple[InputFile, Part | None, bool]) -> FileScan | PartScan:
-    item, part, penultimate = unit
-    if part is None:
-        scan = lambda: _worker_scanner.scan(item)  # noqa: E731
-    else:
-        def scan():
-            year = _worker_scanner.clock.reference_year
-            try:
-                return scan_part(_worker_scanner, item, part, penultimate)
-            finally:
-                _worker_scanner.clock.reference_year = year  # whole files after it carry the worker's
+def _scan_group_in_worker(units: list[tuple[InputFile, Part | None, bool]]) -> list[FileScan | PartScan]:
+    """The scans of a group of units, one after the other. The bytes read count in the shared
+    progress counter until the group's results go back to the main process."""
     if _in_flight is None:
-        return scan()
+        return [_scan_in_worker(unit) for unit in units]
     added = 0
 
     def counted(count: int) -> None:
@@ -66,10 +60,21 @@ def _scan_in_worker(unit: tuple[InputFile, Part | None, bool]) -> FileScan | Par
 
     _worker_scanner.on_block = counted
     try:
-        return scan()
+        return [_scan_in_worker(unit) for unit in units]
     finally:
         with _in_flight.get_lock():
             _in_flight.value -= added
+
+
+def _scan_in_worker(unit: tuple[InputFile, Part | None, bool]) -> FileScan | PartScan:
+    item, part, penultimate = unit
+    if part is None:
+        return _worker_scanner.scan(item)
+    year = _worker_scanner.clock.reference_year
+    try:
+        return scan_part(_worker_scanner, item, part, penultimate)
+    finally:
+        _worker_scanner.clock.reference_year = year  # whole files after it carry the worker's
 
 
 def worker_count(inputs: list[InputFile]) -> int:
@@ -124,15 +129,12 @@ def scan_files(scanner: Scanner, inputs: list[InputFile], observer=None, workers
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
-    split = any(part is not None for _, part, _ in units)
-    chunk = 1 if split else max(1, min(16, len(units) // (workers * 8)))
+    order = _last_parts_first(units)
+    groups = groups_by_share([_unit_size(units[index]) for index in order], workers)
+    tasks = [[units[order[position]] for position in group] for group in groups]
     in_flight = context.Value("q", 0) if hasattr(observer, "bytes_in_flight") else None
     with context.Pool(workers, initializer=_start_worker, initargs=(scanner, seed_year, in_flight)) as pool:
-        if split:
-            order = _last_parts_first(units)
-            results = _InUnitOrder(pool.imap(_scan_in_worker, [units[index] for index in order], chunksize=1), order)
-        else:
-            results = pool.imap(_scan_in_worker, units, chunksize=chunk)
+        results = _InUnitOrder(_Flattened(pool.imap(_scan_group_in_worker, tasks, chunksize=1)), order)
         pending: list[PartScan] = []
         for index, parts in owners:
             result = _next_result(results, observer, in_flight)
@@ -150,6 +152,13 @@ def scan_files(scanner: Scanner, inputs: list[InputFile], observer=None, workers
     return scans
 
 
+def _unit_size(unit: tuple[InputFile, Part | None, bool]) -> int:
+    item, part, _penultimate = unit
+    if part is None:
+        return file_size(item)
+    return (part.stop if part.stop is not None else max(file_size(item), part.start)) - part.start
+
+
 def _last_parts_first(units: list) -> list[int]:
     """The order to hand units to the workers: each cut file's last part before its other parts.
     A log's end holds most of its errors (every rank's lines of the cascade) and what each rank
@@ -163,6 +172,22 @@ def _last_parts_first(units: list) -> list[int]:
         elif part is None:
             order.append(index)
     return order
+
+
+class _Flattened:
+    """The results of groups of units (lists, as Pool.imap gives them) one unit at a time, with
+    the same `next(timeout)`."""
+
+    def __init__(self, results) -> None:
+        self._results = results
+        self._ready: list = []
+
+    def next(self, timeout: float | None = None):
+        while not self._ready:
+            self._ready = list(reversed(self._results.next(timeout)))
+        return self._ready.pop()
+
+    __next__ = next
 
 
 class _InUnitOrder:
@@ -186,9 +211,7 @@ class _InUnitOrder:
 
 def _next_result(results, observer, in_flight) -> FileScan | PartScan:
     """The next scan in input order; meanwhile the observer hears how far the workers got."""
-    if in_flight is None or not hasattr(results, "next"):
-        # Pool.imap with chunksize > 1 gives a plain generator (no timeout): many files, each
-        # reported as it finishes, so nothing is lost
+    if in_flight is None:
         return next(results)
     import multiprocessing
 

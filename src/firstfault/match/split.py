@@ -37,10 +37,11 @@ from dataclasses import dataclass, replace
 from ..ingest import reader
 from ..ingest.sources import InputFile
 from ..ingest.attribution import hints_from_path
+from .schedule import shares
 from .scanner import FileScan, PartRecord, RawHit, Scanner, add_census, add_later_ids
 
 SPLIT_MIN_BYTES = 64 * 1024 * 1024  # smaller files are scanned whole
-PARTS_PER_WORKER = 8  # parts per worker process (see part_count)
+MIN_PART_BLOCKS = 2  # the smallest part: the last part's worker finds the tails from its last two blocks
 _FULL_YEAR = re.compile(rb"(?<!\d)((?:19|20)\d\d)(?:-[01]\d-[0-3]\d[T _][0-2]\d:|[01]\d[0-3]\d-[0-2]\d:)")
 
 
@@ -79,8 +80,7 @@ def plan_parts(item: InputFile, size: int, workers: int, reference_year: int | N
             head = handle.read(block)
             if not reader.starts_as_plain_text(head):
                 return []
-            step = -(-size // part_count(size, workers) // block) * block  # a multiple of the block size
-            cuts = [offset for offset in range(step, size, step) if reader.range_start(handle, offset) is not None]
+            cuts = [offset for offset in cut_offsets(size, workers, block) if reader.range_start(handle, offset) is not None]
     except OSError:
         return []
     if not cuts:
@@ -91,11 +91,19 @@ def plan_parts(item: InputFile, size: int, workers: int, reference_year: int | N
                  bounds[index + 1] is None) for index in range(len(bounds) - 1)]
 
 
-def part_count(size: int, workers: int) -> int:
-    """How many parts a file of `size` bytes is cut into at most: PARTS_PER_WORKER per worker
-    (small parts even out the part that holds the log's end, which costs the most), none
-    smaller than half of SPLIT_MIN_BYTES."""
-    return max(1, min(workers * PARTS_PER_WORKER, size // (SPLIT_MIN_BYTES // 2)))
+def cut_offsets(size: int, workers: int, block: int) -> list[int]:
+    """Where a file of `size` bytes is cut (multiples of `block`, before each is moved to a line's
+    end): parts that shrink along the file (schedule.shares), none under MIN_PART_BLOCKS blocks.
+    The workers take the file's last part first (it holds what each rank printed last, the costly
+    walk), then the parts in file order: the small parts before the last are handed out last, so
+    the workers finish together."""
+    blocks = -(-size // block)
+    cuts, offset = [], 0
+    for piece in shares(blocks, workers, MIN_PART_BLOCKS):
+        offset += piece
+        if offset < blocks:
+            cuts.append(offset * block)
+    return cuts
 
 
 def _first_full_year(head: bytes) -> int | None:
