@@ -51,6 +51,8 @@ def test_save_history_ask_forget(tmp_path):
     assert bad.returncode == 2 and "not a date" in bad.stderr and "Traceback" not in bad.stderr
     shown = firstfault("history", "show", "1", "--db", db)
     assert "seen 3 time(s)" in shown.stdout and "earliest-strong-root" in shown.stdout
+    superscript = firstfault("history", "show", "\u00b9", "--db", db)  # isdigit() takes it, int() does not
+    assert superscript.returncode == 2 and "is not an entry" in superscript.stderr and "Traceback" not in superscript.stderr
 
     asked = firstfault("ask", "1", "why not rank 0?", "--db", db)
     assert asked.returncode == 0 and "Rank 0's errors are collateral" in asked.stdout

@@ -64,6 +64,8 @@ def test_line_prefixes(line, rank, local, host):
     ("ip-10-0-1-2.log", None, None, None, "ip-10-0-1-2"),
     ("slurm-8812231.out", None, None, None, None),
     ("node0/stderr.log", None, None, None, None),
+    # str.isdigit takes a superscript, int() does not: a folder named so is no local rank
+    ("logs/attempt_0/\u00b2/stderr.log", None, None, None, None),
 ])
 def test_path_hints(path, rank, local, node, host):
     hints = hints_from_path(path)

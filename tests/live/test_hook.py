@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from firstfault.ingest.sources import InputFile
 from firstfault.kb import load_knowledge_base
 from firstfault.watch.engine import LiveEngine
@@ -79,6 +81,13 @@ def test_torchelastic_own_record_shape_without_firstfault_fields():
     assert text.count("\n") == 3 and "2025-12-02T16:46:40" in text
     assert parse_error_record(b"{\"config\": 1}") is None
     assert parse_error_record(b"not json") is None
+
+
+@pytest.mark.parametrize("rank", ["\u00b9", "\u0663x", "-", ""])
+def test_a_record_whose_rank_is_no_number_is_read_without_a_rank(rank):
+    # found by tests/engine/test_fuzz.py: '\u00b9'.isdigit() is true and int() refuses it
+    record = parse_error_record(json.dumps({"message": {"message": "ValueError: bad", "extraInfo": {"rank": rank}}}))
+    assert record is not None and record.rank is None
 
 
 def test_engine_keeps_only_the_latest_version_of_a_record(tmp_path):

@@ -23,6 +23,7 @@ def test_node_rank_only_for_multi_node_jobs():
     assert node_rank(["torchrun", "--nnodes", "1", "--node-rank", "3", "t.py"], {}) == 0
     assert node_rank(["torchrun", "--nnodes=2", "--node_rank=1", "t.py"], {}) == 1
     assert node_rank(["torchrun", "--nnodes", "2", "t.py"], {"PET_NODE_RANK": "1"}) == 1
+    assert node_rank(["torchrun", "--nnodes", "2", "t.py"], {"PET_NODE_RANK": "\u00b9"}) == 0  # no number
 
 
 def test_tee_splits_by_local_rank(tmp_path):

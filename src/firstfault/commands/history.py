@@ -94,7 +94,7 @@ def run_history(args) -> int:
 def _record(history, target: str):
     if target == "last":
         record = history.last()
-    elif target.isdigit():
+    elif target.isascii() and target.isdigit():
         record = history.get(int(target))
     else:
         raise UsageError(f"{target!r} is not an entry", "give its number (firstfault history lists them) or last")
@@ -152,7 +152,7 @@ def run_ask(args) -> int:
     *target, question = args.words
     kb = knowledge_base(args)
     history, recurrence, history_on, baseline = None, None, True, None
-    if not target or (len(target) == 1 and (target[0] == "last" or target[0].isdigit())):
+    if not target or (len(target) == 1 and (target[0] == "last" or target[0].isascii() and target[0].isdigit())):
         history = open_history(args.db)
         record = _record(history, target[0] if target else "last")
         contract = record.document

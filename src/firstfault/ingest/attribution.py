@@ -159,7 +159,7 @@ def hints_from_path(relative: str) -> PathHints:
         node_in_name = int(local_in_name.group("node")) if local_in_name.group("node") else None
     elif rank is None and len(parts) >= 2 and _FOLDER_RANK.match(parts[-2]):
         rank = int(_FOLDER_RANK.match(parts[-2]).group(1))
-    if len(parts) >= 3 and re.fullmatch(r"attempt_\d+", parts[-3]) and parts[-2].isdigit():
+    if len(parts) >= 3 and re.fullmatch(r"attempt_\d+", parts[-3]) and parts[-2].isascii() and parts[-2].isdigit():
         attempt = int(parts[-3].split("_")[1])
         local_rank = int(parts[-2])  # torchrun --log-dir: attempt_N/<local_rank>/stderr.log
     node = _FILE_NODE.match(stem)

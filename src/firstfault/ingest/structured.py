@@ -95,7 +95,8 @@ def bounded_int(value, low: int, high: int) -> int | None:
         value = int(value)
     elif isinstance(value, str):
         text = value.strip()
-        if not (text.isdigit() or text[:1] == "-" and text[1:].isdigit()) or len(text) > 20:
+        # ASCII digits only: str.isdigit also takes '²', which int() refuses
+        if not text.isascii() or not (text.isdigit() or text[:1] == "-" and text[1:].isdigit()) or len(text) > 20:
             return None
         value = int(text)
     if not isinstance(value, int):

@@ -80,7 +80,7 @@ def _scan_in_worker(unit: tuple[InputFile, Part | None, bool]) -> FileScan | Par
 def worker_count(inputs: list[InputFile]) -> int:
     """How many processes to use for these inputs (1: scan here)."""
     wanted = os.environ.get(WORKERS_VARIABLE)
-    cpus = int(wanted) if wanted and wanted.isdigit() else (os.cpu_count() or 1)
+    cpus = int(wanted) if wanted and wanted.isascii() and wanted.isdigit() else (os.cpu_count() or 1)
     if cpus < 2 or not inputs:
         return 1
     if any(item.path is None for item in inputs):

@@ -74,7 +74,7 @@ def node_rank(command: list[str], env: dict) -> int:
     if nnodes.split(":")[-1] in ("", "1"):
         return 0
     value = _option(command, ("--node-rank", "--node_rank")) or env.get("PET_NODE_RANK") or env.get("NODE_RANK") or "0"
-    return int(value) if value.isdigit() else 0
+    return int(value) if value.isascii() and value.isdigit() else 0
 
 
 def stamped(line: bytes, arrived: float) -> bytes:

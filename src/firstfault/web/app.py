@@ -229,7 +229,7 @@ class Guard:
             return 0
         declared = request.headers.get("content-length", "")
         most = self.limits.max_request_bytes
-        return min(int(declared), most) if declared.isdigit() else most
+        return min(int(declared), most) if declared.isascii() and declared.isdigit() else most
 
     async def serve(self, scope, request: Request, receive, send) -> None:
         body = _BodyWatch(receive, self.limits)

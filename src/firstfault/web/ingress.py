@@ -107,7 +107,7 @@ async def read_form(request, limits: Limits) -> list[tuple[str, str | UploadFile
 async def _read_urlencoded(request, limits: Limits) -> list[tuple[str, str]]:
     """A small urlencoded form, read whole (never more than max_form_bytes) and parsed at once."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limits.max_form_bytes:
+    if declared.isascii() and declared.isdigit() and int(declared) > limits.max_form_bytes:
         raise _form_too_large(limits)
     body = bytearray()
     async for chunk in request.stream():
