@@ -25,6 +25,17 @@ VARIANTS = (
 )
 
 
+@pytest.fixture(scope="module")
+def private_cache(tmp_path_factory):
+    """One database cache for this module's tests, empty at its start: every database here is
+    compiled in this run from these signatures (never read from a user's cache), and once, not
+    once per test (a compile takes seconds on a busy machine)."""
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(cache))
+        yield cache
+
+
 def example_lines(signatures) -> list[str]:
     lines = []
     for signature in signatures:
