@@ -16,6 +16,7 @@ import pytest
 from firstfault.pipeline import diagnose_paths
 from firstfault.ingest import reader
 from firstfault.ingest.sources import expand_inputs
+from firstfault.ingest.timestamps import Clock
 from firstfault.match import parallel, split
 from firstfault.match.scanner import Scanner
 from firstfault.render.contract import render as render_json
@@ -29,15 +30,15 @@ def cases(name: str) -> list[Path]:
     return sorted(path for path in (FIXTURES / name).iterdir() if path.is_dir())
 
 
-def split_scan(signatures, main: Scanner, item, workers: int = 4):
-    """What scan_files does with a cut file, its parts run here; None when the file is not cut."""
-    parts = split.plan_parts(item, split.file_size(item), workers, main.clock.reference_year)
+def split_scan(workers: list[Scanner], main: Scanner, item):
+    """What scan_files does with a cut file, its parts run here, each by one of the `workers`'
+    scanners (kept from part to part and file to file, as a worker process keeps its own copy);
+    None when the file is not cut."""
+    parts = split.plan_parts(item, split.file_size(item), len(workers), main.clock.reference_year)
     if not parts:
         return None
-    scans = []
-    for part in parts:
-        worker = Scanner(signatures)  # a worker's own copy of the scanner
-        scans.append(split.scan_part(worker, item, part, penultimate=part.index == len(parts) - 2))
+    scans = [split.scan_part(workers[part.index % len(workers)], item, part, penultimate=part.index == len(parts) - 2)
+             for part in parts]
     return split.merge_parts(main, item, parts, scans)
 
 
@@ -53,12 +54,14 @@ def small_blocks(monkeypatch):
 @pytest.mark.parametrize("corpus", SETS)
 def test_every_corpus_file_cut_in_parts_scans_as_a_whole(corpus, signatures, small_blocks):
     cut = 0
+    workers = [Scanner(signatures) for _ in range(4)]
+    whole, parted = Scanner(signatures), Scanner(signatures)
     for case in cases(corpus):
         inputs, _ = expand_inputs([str(case)])
-        whole, parted = Scanner(signatures), Scanner(signatures)
+        whole.clock, parted.clock = Clock(), Clock()  # each case a diagnosis of its own
         for item in inputs:
             expected = whole.scan(item)
-            merged = split_scan(signatures, parted, item)
+            merged = split_scan(workers, parted, item)
             if merged is None:
                 parted.scan(item)
                 continue
