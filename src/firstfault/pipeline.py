@@ -16,6 +16,7 @@ from functools import lru_cache
 from .correlate import correlate
 from .correlate.dumps_join import join_dump_report
 from .correlate.relations import relations_of
+from .ingest.combined import split_combined
 from .ingest.error_records import error_record_input
 from .correlate.ids import PEER_CRASH
 from .correlate.identity import build_identity
@@ -74,6 +75,7 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
         consumed = set(report.consumed)
         inputs = [item for item in inputs if _name_of(item) not in consumed]
         skipped = list(skipped) + [Skipped(path, reason) for path, reason in report.skipped]
+    inputs = [piece for item in inputs for piece in split_combined(item)]  # files pasted into one text
     inputs = [error_record_input(item) or item for item in inputs]  # torchelastic / firstfault error files
     skipped = list(skipped) + [Skipped(item.display, note) for item in inputs for note in item.notes]
     scans = scan_inputs(inputs, kb, observer)

@@ -119,7 +119,7 @@ def read_blocks(item: InputFile, stats: ReadStats, decode: bool = True, start: i
             yield from _plain_blocks(raw, stats, decode, 0, 0, None, first_line)
             return
         stream = _decompressing(raw if hasattr(raw, "peek") else io.BufferedReader(raw), item)
-        yield from _blocks(stream, stats, decode)
+        yield from _blocks(stream, stats, decode, line_number=first_line)
     finally:
         if not item.is_stdin:
             raw.close()

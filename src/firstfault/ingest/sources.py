@@ -32,6 +32,7 @@ class InputFile:
     is_stdin: bool = False
     max_bytes: int | None = None  # a gzip input stops expanding here (uploads)
     notes: tuple[str, ...] = ()  # what was left out of it before the scan (reported as skipped)
+    first_line: int = 1  # the number of its first line (a piece of a text that held several files)
 
 
 def expand_inputs(arguments: list[str]) -> tuple[list[InputFile], list[Skipped]]:

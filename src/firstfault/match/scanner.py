@@ -131,7 +131,7 @@ class Scanner:
         """Scan one input; `resume` is the scan of the same file's earlier part (a file that
         grows, read chunk by chunk), whose times and census carry into this one."""
         scan = resume.resumed(item) if resume is not None else FileScan(input=item, hints=hints_from_path(item.relative))
-        self.keep_last_tails(scan, *self.scan_blocks(item, scan))
+        self.keep_last_tails(scan, *self.scan_blocks(item, scan, first_line=item.first_line))
         return scan
 
     def scan_blocks(self, item: InputFile, scan: FileScan, start: int = 0, stop: int | None = None,

@@ -1,0 +1,183 @@
+"""Several log files pasted into one, read back as the files they were.
+
+    pieces = split_combined(item)   # [item] when it is one log
+
+Engineers hand over the logs of many ranks as one text as often as a folder: `tail -n +1
+rank*.log` (or `head`, `tail -f`: a `==> rank3.log <==` line before each file's lines) and `grep
+-H`/`grep -rn` (each line after its file's name: `rank3.log:`, `logs/rank3.log:120:`, context
+lines `rank3.log-119-`, `--` between groups). Read as one file, the ranks' lines run together:
+what each file's name says (rank, local rank, host) is lost, and the lines of ranks that print no
+prefix of their own read as one process's. Each file's lines become an input of their own, named
+by that file (its name gives the path hints, `ingest.attribution.hints_from_path`), shown as
+`combined.log (logs/rank3.log)`, with the line numbers of the text given (`InputFile.first_line`).
+
+The format must hold from the first line (tail's header) or on nearly every line (grep's file
+names, which must look like files: a folder in them or a log's extension), so that a log that
+quotes one such line, or `grep -c` counts among notes, stays one log.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from .sources import InputFile
+
+MAX_COMBINED_BYTES = 256 * 1024 * 1024  # larger files are read as one log (their pieces would sit in memory)
+HEAD_BYTES = 64 * 1024  # what grep's format is recognised from
+FIRST_BYTES, FIRST_LINES = 4096, 3  # what rules out most logs, cheaply
+GREP_SHARE = 0.9  # of a grep output's non-empty lines carry a file name
+GREP_MIN_LINES = 3
+MAX_NAME = 4096  # bytes of a file name in grep's output, at most
+
+_TAIL_HEADER = re.compile(rb"==> (.{1,4096}?) <==\r?")
+_TAIL_HEADERS = re.compile(rb"^==> (.{1,4096}?) <==\r?$", re.MULTILINE)
+_NAME_BOUND = re.compile(rb"[\s:]")  # a name in grep's output ends at its first ':' (names here hold no space)
+_NAME_MARK = re.compile(rb"[:-]")
+_LINE_NUMBER_COLON = re.compile(rb"(\d{1,12}):")
+_LINE_NUMBER_DASH = re.compile(rb"(\d{1,12})-")
+_GREP_SEPARATOR = b"--"
+# the name of a file of a job's folder: a log's extension (a rotated one too), a launcher's stdout /
+# stderr file, the job's script or configuration; not source code (a compiler's or Python's
+# warnings start with `file.py:12:` too)
+_JOB_FILE = (rb"(?:\.(?:log|out|err|txt|sbatch|slurm|sh|ya?ml|json|cfg|conf|ini|toml)(?:\.\d{1,3})?"
+             rb"|(?:^|/)std(?:out|err)(?:\.\w{1,8})?)")
+_LOG_NAME = re.compile(rb"(?i)" + _JOB_FILE + rb"$")
+_NAMED_START = re.compile(rb"(?i)[^\s:]{0,4096}?" + _JOB_FILE + rb"[:-]")  # a line that may start so
+
+
+def split_combined(item: InputFile) -> list[InputFile]:
+    """The files pasted into `item`, each an input of its own; [item] when it is one log."""
+    data = _content(item)
+    if data is None:
+        return [item]
+    pieces = _tail_pieces(data) or _grep_pieces(data)
+    if not pieces:
+        return [item]
+    seen: dict[str, int] = {}
+    inputs = []
+    for name, first_line, content in pieces:
+        if name is None:  # lines before the first file's: the text's own
+            inputs.append(replace(item, path=None, content=content, first_line=first_line))
+            continue
+        relative = name.decode("utf-8", "replace")
+        seen[relative] = seen.get(relative, 0) + 1
+        again = f" #{seen[relative]}" if seen[relative] > 1 else ""  # the same file pasted twice
+        inputs.append(replace(item, display=f"{relative}{again} in {item.display}", relative=relative, path=None,
+                              content=content, first_line=first_line))
+    return inputs
+
+
+def _content(item: InputFile) -> bytes | None:
+    """The whole of a text that may be pasted files (None: not one, or too large to split).
+    Every input passes here: its first lines decide, read alone, before anything more is."""
+    if item.content is not None:
+        head = item.content[:FIRST_BYTES]
+    elif item.path is not None and not item.is_stdin:
+        try:
+            with open(item.path, "rb") as stream:
+                head = stream.read(FIRST_BYTES)
+        except OSError:
+            return None  # the reader reports it
+    else:
+        return None  # standard input is read once, by the reader
+    first_lines = [line for line in head.split(b"\n", FIRST_LINES)[:FIRST_LINES] if line.strip()]
+    if not (_starts_with_tail_header(head) or any(map(_NAMED_START.match, first_lines))):
+        return None  # most logs end here: a regex on their first lines
+    if item.content is not None:
+        return item.content if len(item.content) <= MAX_COMBINED_BYTES else None
+    try:
+        if item.path.stat().st_size > MAX_COMBINED_BYTES:
+            return None
+        return item.path.read_bytes()
+    except OSError:
+        return None
+
+
+def _starts_with_tail_header(head: bytes) -> bool:
+    first = head.lstrip(b"\r\n").split(b"\n", 1)[0]
+    return _TAIL_HEADER.fullmatch(first) is not None
+
+
+def _tail_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
+    """(file name, first line, lines) of each `==> name <==` section; [] when none leads."""
+    if not _starts_with_tail_header(data[:HEAD_BYTES]):
+        return []
+    headers = list(_TAIL_HEADERS.finditer(data))
+    pieces, line = [], 1
+    for index, header in enumerate(headers):
+        line += data.count(b"\n", headers[index - 1].start() if index else 0, header.start())
+        end = headers[index + 1].start() if index + 1 < len(headers) else len(data)
+        pieces.append((header.group(1), line + 1, data[header.end() + 1:end]))
+    return [piece for piece in pieces if piece[2].strip()]
+
+
+
+def _grep_shaped(head: bytes) -> bool:
+    """Nearly every line of `head` (its last, maybe cut, aside) starts with a log file's name."""
+    lines = [line for line in head.split(b"\n")[:-1] if line.strip()]
+    numbered = _numbered(lines)
+    named = sum(1 for line in lines if _grep_line(line, numbered)[0] is not None)
+    separators = sum(1 for line in lines if line.rstrip(b"\r") == _GREP_SEPARATOR)
+    return named >= GREP_MIN_LINES and named + separators >= GREP_SHARE * len(lines)
+
+
+def _grep_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
+    """(file name, first line, lines without the name) of each run of one file's lines; a line
+    in no such form stays, whole, with the file before it (or in a piece of its own, named None,
+    before the first file's): nothing is dropped, and line numbers stay those of `data`."""
+    head = data[:HEAD_BYTES]
+    if not _grep_shaped(head):
+        return []
+    numbered = _numbered([line for line in head.split(b"\n")[:-1] if line.strip()])
+    pieces: list[tuple[bytes | None, int, list[bytes]]] = []
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        name, text = _grep_line(line, numbered)
+        if name is not None and (not pieces or pieces[-1][0] != name):
+            pieces.append((name, number, []))
+        elif not pieces:
+            pieces.append((None, number, []))
+        pieces[-1][2].append(text)
+    return [(name, first, b"\n".join(lines)) for name, first, lines in pieces if b"".join(lines).strip()]
+
+
+def _grep_line(line: bytes, numbered: bool) -> tuple[bytes | None, bytes]:
+    """(the file a line of grep's output names, or None; the line's own text). `numbered`: grep
+    printed line numbers (`-n`: `name:12:text`, context `name-12-text`), else `name:text` and
+    `name-text`."""
+    if line.rstrip(b"\r") == _GREP_SEPARATOR:
+        return None, b""
+    for end in _name_ends(line):
+        rest = line[end + 1:]
+        if numbered:
+            number = (_LINE_NUMBER_COLON if line[end:end + 1] == b":" else _LINE_NUMBER_DASH).match(rest)
+            if number is None:
+                continue
+            rest = rest[number.end():]
+        return line[:end], rest
+    return None, line
+
+
+def _name_ends(line: bytes):
+    """Where a log file's name may end at the start of `line`: before a ':' or a '-'."""
+    bound = _NAME_BOUND.search(line, 0, MAX_NAME + 1)
+    limit = bound.start() if bound else min(len(line), MAX_NAME)
+    for mark in _NAME_MARK.finditer(line, 1, limit + 1):
+        if _LOG_NAME.search(line, 0, mark.start()):
+            yield mark.start()
+
+
+def _numbered(lines: list[bytes]) -> bool:
+    """Whether grep printed line numbers: after each file's name a number that grows from line
+    to line of that file (an srun task label, `0:`, repeats)."""
+    last: dict[bytes, int] = {}
+    growing = total = 0
+    for line in lines:
+        end = next((end for end in _name_ends(line) if line[end:end + 1] == b":"), None)
+        number = _LINE_NUMBER_COLON.match(line, end + 1) if end is not None else None
+        if number is None:
+            continue
+        total += 1
+        value, name = int(number.group(1)), line[:end]
+        growing += value > last.get(name, -1)
+        last[name] = value
+    return total >= GREP_MIN_LINES and growing == total

@@ -1,0 +1,111 @@
+"""Many files pasted into one text (`tail -n +1 logs/*`, `grep -rn ... logs/`) are diagnosed as the
+files themselves: each file's name still says which rank or node wrote it, each file's lines stay
+one stream, and evidence points at the line of the text given. Logs that only look a little like
+such a text stay one log."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from firstfault.ingest.combined import split_combined
+from firstfault.ingest.sources import InputFile
+from firstfault.pipeline import diagnose_paths, diagnose_texts
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+# cases whose ranks are told by their files' names (rankN.log, attempt_0/N/, nodeN.log,
+# stdout.rankN.log), or whose files hold ranks that print no prefix of their own
+CASES = ["dev/real-12-plain-ws4", "real/hang-checkpoint-time-limit-plain-ws4", "real/native-bus-error-plain-ws3",
+         "real/collective-mismatch-extra-barrier-logdir-ws3-r1", "real/loss-nan-twonode-ws4-r2",
+         "dev/semseg-mapillary-label-assert-8gpu", "real/oom-killer-srun-ws2"]
+
+
+def log_files(case: str) -> list[tuple[str, bytes]]:
+    logs = FIXTURES / case / "logs"
+    return [(str(path.relative_to(logs.parent)), path.read_bytes()) for path in sorted(logs.rglob("*")) if path.is_file()]
+
+
+def tail_output(files) -> bytes:
+    """What `tail -n +1 FILE...` prints."""
+    return b"\n".join(f"==> {name} <==\n".encode() + data.rstrip(b"\n") + b"\n" for name, data in files)
+
+
+def grep_output(files, numbered: bool) -> bytes:
+    """What `grep -H ''` (or `grep -Hn ''`) prints for FILE..., context separators of `-C` among them."""
+    lines = []
+    for name, data in files:
+        for number, line in enumerate(data.rstrip(b"\n").split(b"\n"), start=1):
+            lines.append(name.encode() + (b":%d:" % number if numbered else b":") + line)
+        lines.append(b"--")
+    return b"\n".join(lines) + b"\n"
+
+
+def verdict(diagnosis):
+    initiating = diagnosis.initiating
+    return (diagnosis.primary.failure_id if diagnosis.primary else diagnosis.status,
+            initiating.rank if initiating else None, initiating.host if initiating else None)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("form", ["tail", "grep", "grep -n"])
+def test_files_pasted_into_one_text_give_the_diagnosis_of_the_files(case, form, tmp_path):
+    files = log_files(case)
+    text = tail_output(files) if form == "tail" else grep_output(files, numbered=form == "grep -n")
+    combined = tmp_path / "combined.log"
+    combined.write_bytes(text)
+    expected = diagnose_paths([str(FIXTURES / case / "logs")])
+    assert verdict(diagnose_paths([str(combined)])) == verdict(expected)
+    assert verdict(diagnose_texts([("pasted.txt", text)])) == verdict(expected)  # pasted in the web app
+
+
+def test_evidence_points_at_the_line_of_the_text_given(tmp_path):
+    files = [("logs/rank0.log", b"step 1\nstep 2\n"),
+             ("logs/rank1.log", b"step 1\nRuntimeError: CUDA error: device-side assert triggered\nstep 2\n")]
+    combined = tmp_path / "combined.log"
+    combined.write_bytes(tail_output(files))
+    diagnosis = diagnose_paths([str(combined)])
+    lines = combined.read_bytes().split(b"\n")
+    assert diagnosis.initiating.rank == 1
+    assert lines[diagnosis.initiating.line - 1].startswith(b"RuntimeError: CUDA error: device-side assert")
+    assert diagnosis.initiating.source == f"logs/rank1.log in {combined}"
+
+
+def test_nothing_before_the_first_file_is_lost():
+    steps = b"".join(b"logs/rank%d.log:%d:step %d\n" % (rank, step, step) for rank in (0, 1) for step in range(1, 11))
+    text = b"$ grep -rn . logs/\nRuntimeError: CUDA error: an illegal memory access was encountered\n" + steps
+    pieces = split_combined(InputFile(display="t.txt", relative="t.txt", content=text))
+    assert [(piece.relative, piece.first_line) for piece in pieces] == [("t.txt", 1), ("logs/rank0.log", 3),
+                                                                          ("logs/rank1.log", 13)]
+    assert pieces[0].content.startswith(b"$ grep") and b"illegal memory access" in pieces[0].content
+    assert pieces[1].content.startswith(b"step 1\nstep 2\n")
+
+
+def test_an_srun_task_label_after_a_file_name_is_no_line_number():
+    text = b"".join(b"logs/slurm-7.out:%d: step %d\n" % (task, step) for step in range(3) for task in (0, 1))
+    pieces = split_combined(InputFile(display="t.txt", relative="t.txt", content=text))
+    assert len(pieces) == 1 and pieces[0].content.startswith(b"0: step 0\n1: step 0\n")
+
+
+def test_grep_line_numbers_are_taken_off():
+    text = b"logs/rank3.log:10:step 1\nlogs/rank3.log-11-step 2\nlogs/rank3.log:12:NCCL WARN x\n--\nlogs/rank3.log:40:y\n"
+    (piece,) = split_combined(InputFile(display="t.txt", relative="t.txt", content=text))
+    assert piece.relative == "logs/rank3.log" and piece.content == b"step 1\nstep 2\nNCCL WARN x\n\ny\n"
+
+
+@pytest.mark.parametrize("text", [
+    # a console whose lines carry launcher prefixes, not file names
+    b"[rank0]:step 1\n[rank1]:step 1\n[rank1]:RuntimeError: CUDA error: out of memory\n[rank0]:step 2\n",
+    # notes that quote `grep -c` counts among other lines
+    b"# a scaling sweep\n$ grep -c 'Wait timeout' a.log b.log\na.log:0\nb.log:26\nthe job at 8 nodes ran\n"
+    b"[0]<stdout>:Epoch 0 iter 400\n",
+    # a build log and Python warnings: source files, not a job's files
+    b"src/ops/attn.cu:12:3: warning: unused variable\nsrc/ops/attn.cu:40:1: error: expected ';'\nsrc/x.cc:1:2: note: x\n",
+    b"/usr/lib/python3/site-packages/torch/x.py:12: UserWarning: a\n/usr/lib/x.py:13: UserWarning: b\n/a/b.py:1: Warn\n",
+    # a log that quotes a tail header further down
+    b"step 1\nstep 2\n==> rank1.log <==\nRuntimeError: boom\n",
+    # Python logging's default format
+    b"INFO:root:step 1\nINFO:root:step 2\nERROR:root:RuntimeError: boom\nINFO:root.log:x\n",
+])
+def test_a_log_that_only_looks_like_pasted_files_stays_one_log(text):
+    item = InputFile(display="t.log", relative="t.log", content=text)
+    assert split_combined(item) == [item]
