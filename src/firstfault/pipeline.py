@@ -18,6 +18,7 @@ from .correlate.dumps_join import join_dump_report
 from .correlate.relations import relations_of
 from .ingest.combined import split_combined
 from .ingest.error_records import error_record_input
+from .ingest.margin import without_margin
 from .correlate.ids import PEER_CRASH
 from .correlate.identity import build_identity
 from .correlate.ranks import hosts_seen, job_files, ranks_seen, resolve, stream_activity, with_pod_node_ranks
@@ -75,6 +76,7 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
         consumed = set(report.consumed)
         inputs = [item for item in inputs if _name_of(item) not in consumed]
         skipped = list(skipped) + [Skipped(path, reason) for path, reason in report.skipped]
+    inputs = [without_margin(item) for item in inputs]  # logs pasted indented or quoted
     inputs = [piece for item in inputs for piece in split_combined(item)]  # files pasted into one text
     inputs = [error_record_input(item) or item for item in inputs]  # torchelastic / firstfault error files
     skipped = list(skipped) + [Skipped(item.display, note) for item in inputs for note in item.notes]

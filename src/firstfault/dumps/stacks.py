@@ -63,9 +63,13 @@ def looks_like_stacks(head: bytes) -> bool:
     lines = [_strip_prefix(line)[1] for line in head.decode("utf-8", "replace").splitlines()]
     lines = [line for line in lines if line.strip()][:400]
     headers = sum(1 for line in lines if _is_header(line))
-    frames = sum(1 for line in lines if _frame(line))
+    kinds = [found[0] for found in map(_frame, lines) if found]
+    frames = len(kinds)
+    # a py-spy frame is any indented line that ends in parentheses (`    loss 0.3 (12 samples/s)`
+    # in a log pasted as a code block): without a thread header, only other frames make a dump
+    headless = sum(1 for kind in kinds if kind != "py-spy")
     return bool(lines) and headers + frames > 0 and (headers + frames) * 10 >= len(lines) * 6 and (
-        headers > 0 or frames >= 2)
+        headers > 0 or headless >= 2)
 
 
 def load_stacks(path: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[RankStack, ...]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from .reader import starts_as_plain_text
 from .sources import InputFile
 
 MAX_COMBINED_BYTES = 256 * 1024 * 1024  # larger files are read as one log (their pieces would sit in memory)
@@ -70,27 +71,13 @@ def split_combined(item: InputFile) -> list[InputFile]:
 def _content(item: InputFile) -> bytes | None:
     """The whole of a text that may be pasted files (None: not one, or too large to split).
     Every input passes here: its first lines decide, read alone, before anything more is."""
-    if item.content is not None:
-        head = item.content[:FIRST_BYTES]
-    elif item.path is not None and not item.is_stdin:
-        try:
-            with open(item.path, "rb") as stream:
-                head = stream.read(FIRST_BYTES)
-        except OSError:
-            return None  # the reader reports it
-    else:
-        return None  # standard input is read once, by the reader
+    head = item.head(FIRST_BYTES)
+    if head is None or not starts_as_plain_text(head):
+        return None  # gzip, UTF-16 and binary inputs are read as they are
     first_lines = [line for line in head.split(b"\n", FIRST_LINES)[:FIRST_LINES] if line.strip()]
     if not (_starts_with_tail_header(head) or any(map(_NAMED_START.match, first_lines))):
         return None  # most logs end here: a regex on their first lines
-    if item.content is not None:
-        return item.content if len(item.content) <= MAX_COMBINED_BYTES else None
-    try:
-        if item.path.stat().st_size > MAX_COMBINED_BYTES:
-            return None
-        return item.path.read_bytes()
-    except OSError:
-        return None
+    return item.whole(MAX_COMBINED_BYTES)
 
 
 def _starts_with_tail_header(head: bytes) -> bool:

@@ -34,6 +34,32 @@ class InputFile:
     notes: tuple[str, ...] = ()  # what was left out of it before the scan (reported as skipped)
     first_line: int = 1  # the number of its first line (a piece of a text that held several files)
 
+    def head(self, size: int) -> bytes | None:
+        """Its first `size` bytes as stored (None: standard input, read once by the reader, or a
+        file that cannot be read, which the reader reports)."""
+        if self.content is not None:
+            return self.content[:size]
+        if self.path is None or self.is_stdin:
+            return None
+        try:
+            with open(self.path, "rb") as stream:
+                return stream.read(size)
+        except OSError:
+            return None
+
+    def whole(self, limit: int) -> bytes | None:
+        """All its bytes as stored, if there are at most `limit` (None: more, or unreadable)."""
+        if self.content is not None:
+            return self.content if len(self.content) <= limit else None
+        if self.path is None or self.is_stdin:
+            return None
+        try:
+            if self.path.stat().st_size > limit:
+                return None
+            return self.path.read_bytes()
+        except OSError:
+            return None
+
 
 def expand_inputs(arguments: list[str]) -> tuple[list[InputFile], list[Skipped]]:
     """Expand files, folders (recursively, sorted) and globs; '-' is standard input."""
