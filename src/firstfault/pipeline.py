@@ -18,7 +18,7 @@ from .correlate.dumps_join import join_dump_report
 from .correlate.relations import relations_of
 from .ingest.combined import split_combined
 from .ingest.error_records import error_record_input
-from .ingest.margin import without_margin
+from .ingest.margin import FIRST_BYTES, without_margin
 from .correlate.ids import PEER_CRASH
 from .correlate.identity import build_identity
 from .correlate.ranks import hosts_seen, job_files, ranks_seen, resolve, stream_activity, with_pod_node_ranks
@@ -76,8 +76,7 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
         consumed = set(report.consumed)
         inputs = [item for item in inputs if _name_of(item) not in consumed]
         skipped = list(skipped) + [Skipped(path, reason) for path, reason in report.skipped]
-    inputs = [without_margin(item) for item in inputs]  # logs pasted indented or quoted
-    inputs = [piece for item in inputs for piece in split_combined(item)]  # files pasted into one text
+    inputs = [piece for item in inputs for piece in _as_written(item)]
     inputs = [error_record_input(item) or item for item in inputs]  # torchelastic / firstfault error files
     skipped = list(skipped) + [Skipped(item.display, note) for item in inputs for note in item.notes]
     scans = scan_inputs(inputs, kb, observer)
@@ -86,6 +85,15 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
     masker = _memo(mask_secrets)
     diagnosis = map_strings(join_dump_report(diagnose_scans(scans, skipped, kb=kb, masker=masker), report), masker)
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis  # after the join: dump notes name files too
+
+
+def _as_written(item: InputFile) -> list[InputFile]:
+    """The log(s) a pasted text holds: without the margin of a code block or a quote
+    (ingest.margin), cut into the files `tail` or `grep` printed (ingest.combined). Their first
+    bytes are read once for both."""
+    head = item.head(FIRST_BYTES)
+    unmargined = without_margin(item, head)
+    return split_combined(unmargined, head if unmargined is item else None)
 
 
 def _name_of(item: InputFile) -> str:

@@ -20,12 +20,13 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from . import margin
 from .reader import starts_as_plain_text
 from .sources import InputFile
 
 MAX_COMBINED_BYTES = 256 * 1024 * 1024  # larger files are read as one log (their pieces would sit in memory)
 HEAD_BYTES = 64 * 1024  # what grep's format is recognised from
-FIRST_BYTES, FIRST_LINES = 4096, 3  # what rules out most logs, cheaply
+FIRST_BYTES, FIRST_LINES = margin.FIRST_BYTES, 3  # what rules out most logs, cheaply (one read: pipeline)
 GREP_SHARE = 0.9  # of a grep output's non-empty lines carry a file name
 GREP_MIN_LINES = 3
 MAX_NAME = 4096  # bytes of a file name in grep's output, at most
@@ -46,9 +47,10 @@ _LOG_NAME = re.compile(rb"(?i)" + _JOB_FILE + rb"$")
 _NAMED_START = re.compile(rb"(?i)[^\s:]{0,4096}?" + _JOB_FILE + rb"[:-]")  # a line that may start so
 
 
-def split_combined(item: InputFile) -> list[InputFile]:
-    """The files pasted into `item`, each an input of its own; [item] when it is one log."""
-    data = _content(item)
+def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile]:
+    """The files pasted into `item`, each an input of its own; [item] when it is one log.
+    `head`: its first FIRST_BYTES, when the caller read them already."""
+    data = _content(item, head)
     if data is None:
         return [item]
     pieces = _tail_pieces(data) or _grep_pieces(data)
@@ -68,10 +70,10 @@ def split_combined(item: InputFile) -> list[InputFile]:
     return inputs
 
 
-def _content(item: InputFile) -> bytes | None:
+def _content(item: InputFile, head: bytes | None = None) -> bytes | None:
     """The whole of a text that may be pasted files (None: not one, or too large to split).
     Every input passes here: its first lines decide, read alone, before anything more is."""
-    head = item.head(FIRST_BYTES)
+    head = item.head(FIRST_BYTES) if head is None else head
     if head is None or not starts_as_plain_text(head):
         return None  # gzip, UTF-16 and binary inputs are read as they are
     first_lines = [line for line in head.split(b"\n", FIRST_LINES)[:FIRST_LINES] if line.strip()]

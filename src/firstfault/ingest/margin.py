@@ -27,9 +27,10 @@ _INDENT = re.compile(rb"[ \t]*")
 _QUOTE = rb"[ \t]{0,3}> ?"  # one level of a mail or Markdown quote
 
 
-def without_margin(item: InputFile) -> InputFile:
-    """`item` with the margin every non-empty line carries taken off (as in-memory content)."""
-    head = item.head(FIRST_BYTES)
+def without_margin(item: InputFile, head: bytes | None = None) -> InputFile:
+    """`item` with the margin every non-empty line carries taken off (as in-memory content).
+    `head`: its first FIRST_BYTES, when the caller read them already."""
+    head = item.head(FIRST_BYTES) if head is None else head
     if head is None or not starts_as_plain_text(head):
         return item  # gzip, UTF-16 and binary inputs are read as they are
     margin = _margin(_complete_lines(head, whole=len(head) < FIRST_BYTES))
