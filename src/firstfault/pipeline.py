@@ -16,6 +16,7 @@ from functools import lru_cache
 from .correlate import correlate
 from .correlate.dumps_join import join_dump_report
 from .correlate.relations import relations_of
+from .ingest.collected import as_logged
 from .ingest.combined import split_combined
 from .ingest.error_records import error_record_input
 from .ingest.margin import FIRST_BYTES, without_margin
@@ -88,12 +89,16 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
 
 
 def _as_written(item: InputFile) -> list[InputFile]:
-    """The log(s) a pasted text holds: without the margin of a code block or a quote
-    (ingest.margin), cut into the files `tail` or `grep` printed (ingest.combined). Their first
-    bytes are read once for both."""
+    """The log(s) a pasted or collected text holds: without the margin of a code block or a
+    quote (ingest.margin), each line's collector time behind its launcher prefix
+    (ingest.collected), cut into the files `tail` or `grep` printed (ingest.combined). The first
+    bytes are read once for all three (again only from a text one of them rewrote)."""
     head = item.head(FIRST_BYTES)
-    unmargined = without_margin(item, head)
-    return split_combined(unmargined, head if unmargined is item else None)
+    for rewrite in (without_margin, as_logged):
+        rewritten = rewrite(item, head)
+        if rewritten is not item:
+            item, head = rewritten, rewritten.head(FIRST_BYTES)
+    return split_combined(item, head)
 
 
 def _name_of(item: InputFile) -> str:

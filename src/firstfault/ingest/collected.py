@@ -1,0 +1,49 @@
+"""A log as a collector stored it: a time (and the stream) before every line, read as the log.
+
+    item = as_logged(item)   # the same item when not every line starts with a collector's time
+
+Kubernetes' kubelet writes a container's output under `/var/log/pods/` one line at a time behind
+`2026-12-05T08:00:00.123456789Z stderr F ` (the CRI log format); GitHub Actions and other CI
+runners put `2026-12-05T08:00:00.1234567Z ` before each line. The collector's time is a true
+time of the line (often its only one), but in front of the line it hides what the line says at
+its start: the launcher prefix (`[rank3]:`, `3: `) that tells which rank wrote it. When every
+non-empty line of a text starts with such a time, the stream and tag are dropped and the time is
+put behind the launcher prefix (`[rank3]:2026-12-05T08:00:00.1Z RuntimeError: ...`), where the
+rank is read first and the time right after it; line numbers do not change.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from .sources import InputFile
+
+MAX_COLLECTED_BYTES = 256 * 1024 * 1024  # larger texts are read as they are (the copy would sit in memory)
+
+# an RFC 3339 time in UTC or with an offset, fractions up to nanoseconds; kubelet's stream and
+# full/partial tag after it
+_TIME = rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)"
+_COLLECTOR = rb"(" + _TIME + rb") (?:(?:stdout|stderr) [FP] )?"
+# the launcher prefixes a line of a training job starts with: srun's task label, torchrun's
+# `[rank3]:` / `[default3]:[rank11]:`, Open MPI's `[1,3]<stdout>:`
+_LAUNCHER = rb"((?: {0,5}\d{1,6}: )?(?:\[[^\]\n]{1,40}\](?:<std(?:out|err)>)?:)*)"
+_COLLECTED_LINE = re.compile(rb"^" + _COLLECTOR + _LAUNCHER, re.MULTILINE)
+# NCCL's own lines name their host and device first (`host:pid:tid [3] NCCL INFO`): the collector's
+# time is dropped there (a time between would hide the device), as the line was written
+_COLLECTED_NCCL_LINE = re.compile(rb"^" + _COLLECTOR + _LAUNCHER + rb"(?=[\w.-]{1,64}:\d{1,10}:\d{1,10} \[\d{1,3}\] )",
+                                  re.MULTILINE)
+_STARTS_COLLECTED = re.compile(_COLLECTOR)
+# a line that is not blank and does not start with a collector's time
+_OTHER_LINE = re.compile(rb"^(?!" + _TIME + rb" )[ \t]*[^ \t\r\n]", re.MULTILINE)
+
+
+def as_logged(item: InputFile, head: bytes | None) -> InputFile:
+    """`item` with each line's collector time put behind its launcher prefix (in-memory
+    content); `head`: its first bytes (None: it cannot be one)."""
+    if not head or _STARTS_COLLECTED.match(head.lstrip(b"\r\n")) is None:
+        return item
+    data = item.whole(MAX_COLLECTED_BYTES)
+    if data is None or _OTHER_LINE.search(data) is not None:
+        return item
+    data = _COLLECTED_NCCL_LINE.sub(rb"\2", data)
+    return replace(item, path=None, content=_COLLECTED_LINE.sub(rb"\2\1 ", data))
