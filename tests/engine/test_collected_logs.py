@@ -11,8 +11,9 @@ from firstfault.pipeline import diagnose_texts
 
 CRI = b"2026-12-05T08:00:0%dZ stderr F "
 ACTIONS = b"2026-12-05T08:00:0%d.1234567Z "
-LINES = [b"[rank0]: step 1 loss 2.0", b"[rank1]: step 1 loss 2.0",
-         b"[rank1]: RuntimeError: CUDA error: device-side assert triggered", b"[rank0]: step 2 loss 1.9"]
+# srun's task labels: the rank is said nowhere else on the line
+LINES = [b"0: step 1 loss 2.0", b"1: step 1 loss 2.0", b"1: RuntimeError: CUDA error: device-side assert triggered",
+         b"0: step 2 loss 1.9"]
 
 
 def collected(prefix: bytes, lines=LINES) -> bytes:
