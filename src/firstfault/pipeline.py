@@ -16,11 +16,8 @@ from functools import lru_cache
 from .correlate import correlate
 from .correlate.dumps_join import join_dump_report
 from .correlate.relations import relations_of
-from .ingest.collected import as_logged
-from .ingest.combined import split_combined
 from .ingest.error_records import error_record_input
-from .ingest.margin import FIRST_BYTES, without_margin
-from .ingest.wrapped import PASTED_INPUTS, unwrapped
+from .ingest.pasted import as_written
 from .correlate.ids import PEER_CRASH
 from .correlate.identity import build_identity
 from .correlate.ranks import hosts_seen, job_files, ranks_seen, resolve, stream_activity, with_pod_node_ranks
@@ -78,8 +75,7 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
         consumed = set(report.consumed)
         inputs = [item for item in inputs if _name_of(item) not in consumed]
         skipped = list(skipped) + [Skipped(path, reason) for path, reason in report.skipped]
-    pasted = len(inputs) <= PASTED_INPUTS  # a paste or a saved post, not a job's files
-    inputs = [piece for item in inputs for piece in _as_written(item, pasted)]
+    inputs = as_written(inputs)  # pasted, wrapped, collected, several files in one text
     inputs = [error_record_input(item) or item for item in inputs]  # torchelastic / firstfault error files
     skipped = list(skipped) + [Skipped(item.display, note) for item in inputs for note in item.notes]
     scans = scan_inputs(inputs, kb, observer)
@@ -88,25 +84,6 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
     masker = _memo(mask_secrets)
     diagnosis = map_strings(join_dump_report(diagnose_scans(scans, skipped, kb=kb, masker=masker), report), masker)
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis  # after the join: dump notes name files too
-
-
-def _as_written(item: InputFile, pasted: bool) -> list[InputFile]:
-    """The log(s) a pasted or collected text holds: without the margin of a code block or a
-    quote (ingest.margin), its hard-wrapped lines joined when it is `pasted` (ingest.wrapped),
-    each line's collector time behind its launcher prefix (ingest.collected), cut into the files
-    `tail` or `grep` printed (ingest.combined). The first bytes are read once for these (again
-    only from a text one of them rewrote)."""
-    head = item.head(FIRST_BYTES)
-    rewrites = (without_margin, _unwrapped, as_logged) if pasted else (without_margin, as_logged)
-    for rewrite in rewrites:
-        rewritten = rewrite(item, head)
-        if rewritten is not item:
-            item, head = rewritten, rewritten.head(FIRST_BYTES)
-    return split_combined(item, head)
-
-
-def _unwrapped(item: InputFile, _head: bytes | None) -> InputFile:
-    return unwrapped(item)  # it measures the width on a longer head of its own
 
 
 def _name_of(item: InputFile) -> str:

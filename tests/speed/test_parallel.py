@@ -1,7 +1,7 @@
 """Many inputs scanned across processes give what one process gives, in input order."""
 from __future__ import annotations
 
-from firstfault.ingest.sources import expand_inputs
+from firstfault.ingest.sources import InputFile, expand_inputs
 from firstfault.match import parallel
 from firstfault.match.scanner import Scanner
 
@@ -79,3 +79,17 @@ def test_each_cut_files_last_part_goes_to_the_workers_first_and_results_come_bac
 
     again = _InUnitOrder(Arrivals(), order)
     assert [again.next(timeout=0.1) for _ in units] == units
+
+
+def test_a_pasted_piece_among_files_on_disk_does_not_keep_the_job_in_one_process(tmp_path, monkeypatch):
+    """A text rewritten in memory (ingest.pasted: a margin, a wrap, files pasted as one) travels
+    to the workers with its input; stdin, or uploads alone, stay in this process."""
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1024)
+    for rank in range(8):
+        (tmp_path / f"rank{rank}.log").write_text(f"[rank{rank}]: step 1 loss 2.0\n" * 100)
+    inputs, _ = expand_inputs([str(tmp_path)])
+    piece = InputFile(display="pasted.txt (rank9.log)", relative="rank9.log", content=b"step 1\n" * 100)
+    monkeypatch.setenv(parallel.WORKERS_VARIABLE, "2")
+    assert parallel.worker_count(inputs + [piece]) == 2
+    assert parallel.worker_count([piece] * 8) == 1
+    assert parallel.worker_count(inputs + [InputFile(display="<stdin>", relative="stdin", is_stdin=True)]) == 1

@@ -12,7 +12,7 @@ bracketed or srun prefix, a syslog date, a traceback's frame), and the break fal
 (letters or digits on both sides) for at least a third of them. Each run of W-long lines is joined
 with the line that ends it; an empty line stays in place of each piece taken up, so line numbers
 do not change. Logs on disk written by the job itself are never wrapped: only a few inputs (a
-paste, a saved post) are looked at (PASTED_INPUTS).
+paste, a saved post) are looked at (`pasted.PASTED_INPUTS`).
 """
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from dataclasses import replace
 
 from .sources import InputFile
 
-PASTED_INPUTS = 16  # more inputs than this are a job's files, not a paste
 MAX_WRAPPED_BYTES = 64 * 1024 * 1024
 HEAD_BYTES = 64 * 1024  # where the width is measured
 MIN_WIDTH = 40

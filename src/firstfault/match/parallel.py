@@ -4,7 +4,7 @@
 
 Same contract as scanning one input after the other with `scanner.scan` (and the same observer
 calls, `file_started` before and `file_finished` after each input, in input order). Small jobs,
-stdin and in-memory inputs are scanned in this process: starting workers costs more than it
+stdin and in-memory inputs alone are scanned in this process: starting workers costs more than it
 saves below PARALLEL_MIN_BYTES. The work is whole files, and parts of big files (`split`: a
 1 GiB console is read by every core, and merged into the scan a whole read gives), handed out in
 groups of consecutive files and parts that shrink toward the end (`schedule`: the workers finish
@@ -83,8 +83,10 @@ def worker_count(inputs: list[InputFile]) -> int:
     cpus = int(wanted) if wanted and wanted.isascii() and wanted.isdigit() else (os.cpu_count() or 1)
     if cpus < 2 or not inputs:
         return 1
-    if any(item.path is None for item in inputs):
-        return 1  # stdin or in-memory content
+    if any(item.is_stdin for item in inputs) or all(item.path is None for item in inputs):
+        # stdin is read once, here; uploads alone are scanned in the server's process. The
+        # pieces of a pasted text among files on disk travel to the workers with their input
+        return 1
     total = sum(file_size(item) for item in inputs)
     if total < PARALLEL_MIN_BYTES or (len(inputs) < PARALLEL_MIN_FILES and max(map(file_size, inputs)) < PARALLEL_MIN_BYTES):
         return 1

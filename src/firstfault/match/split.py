@@ -231,6 +231,8 @@ def _absorb(scanner: Scanner, merged: FileScan, scanned: PartScan, offset: int) 
 
 
 def file_size(item: InputFile) -> int:
+    if item.content is not None:
+        return len(item.content)  # a piece of a pasted text, an upload
     try:
         return os.stat(item.path).st_size if item.path is not None else 0
     except OSError:

@@ -1,0 +1,39 @@
+"""The logs in the forms they reach firstfault, read back as they were written.
+
+    inputs = as_written(inputs)
+
+Each input passes, in this order: the margin of a Markdown code block or a reply's quote is taken
+off (`margin`); a paste's hard-wrapped lines are joined again (`wrapped`, only when a few inputs
+are given: a job's own files are never wrapped); a collector's time before every line goes behind
+the line's launcher prefix (`collected`); several files pasted as one text (`tail`, `grep`) are
+cut back into those files (`combined`). An input's first bytes are read once for these (again
+only from a text one of them rewrote); most logs are none of these and stay as they are.
+"""
+from __future__ import annotations
+
+from .collected import as_logged
+from .combined import split_combined
+from .margin import FIRST_BYTES, without_margin
+from .sources import InputFile
+from .wrapped import unwrapped
+
+PASTED_INPUTS = 16  # more inputs than this are a job's files, not a paste
+
+
+def as_written(inputs: list[InputFile]) -> list[InputFile]:
+    pasted = len(inputs) <= PASTED_INPUTS
+    return [piece for item in inputs for piece in _as_written(item, pasted)]
+
+
+def _as_written(item: InputFile, pasted: bool) -> list[InputFile]:
+    head = item.head(FIRST_BYTES)
+    rewrites = (without_margin, _unwrapped, as_logged) if pasted else (without_margin, as_logged)
+    for rewrite in rewrites:
+        rewritten = rewrite(item, head)
+        if rewritten is not item:
+            item, head = rewritten, rewritten.head(FIRST_BYTES)
+    return split_combined(item, head)
+
+
+def _unwrapped(item: InputFile, _head: bytes | None) -> InputFile:
+    return unwrapped(item)  # it measures the width on a longer head of its own
