@@ -3,6 +3,8 @@ launcher prefix names is read behind the collector's time, and the time is kept;
 lines do not all start with such a time is read as it is."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from firstfault.ingest.collected import as_logged
@@ -26,9 +28,16 @@ def rewritten(text: bytes) -> bytes | None:
     return None if result is item else result.content
 
 
-@pytest.mark.parametrize("prefix", [CRI, ACTIONS])
-def test_the_rank_behind_the_collectors_time_is_read_and_the_time_kept(prefix):
-    diagnosis = diagnose_texts([("pod.log", collected(prefix))])
+def docker_json(lines=LINES) -> bytes:
+    """Docker's json-file driver: one record a line."""
+    return b"".join(json.dumps({"log": line.decode() + "\n", "stream": "stderr", "time": "2026-12-05T08:00:0%dZ" % second},
+                               separators=(",", ":")).encode() + b"\n" for second, line in enumerate(lines))
+
+
+@pytest.mark.parametrize("form", ["cri", "actions", "docker"])
+def test_the_rank_behind_the_collectors_time_is_read_and_the_time_kept(form):
+    text = docker_json() if form == "docker" else collected(CRI if form == "cri" else ACTIONS)
+    diagnosis = diagnose_texts([("pod.log", text)])
     assert diagnosis.primary.failure_id == "cuda-device-side-assert"
     assert diagnosis.initiating.rank == 1 and diagnosis.initiating.line == 3
     assert diagnosis.initiating.time is not None and int(diagnosis.initiating.time) % 60 == 2  # 08:00:02
@@ -49,6 +58,9 @@ def test_the_time_goes_behind_the_launcher_prefix_and_nccl_lines_are_left_as_wri
     b"2026-12-05 08:00:00,000 INFO step 1\n2026-12-05 08:00:01,000 INFO step 2\n",
     b"[rank0]: step 1\n",
     b"",
+    # an application's own JSON lines (no collector's `log` and `time`), and a record that is no record
+    b'{"level": "info", "msg": "step 1", "log": 3}\n{"level": "error", "msg": "CUDA error"}\n',
+    b'{"log": "x\\n", "stream": "stderr", "time": "2026-12-05T08:00:00Z"}\n{"log": [[[[[[1]]]]]]}\n',
 ])
 def test_a_text_not_every_line_of_which_starts_with_a_collectors_time_is_read_as_it_is(text):
     assert rewritten(text) is None
