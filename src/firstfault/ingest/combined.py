@@ -76,9 +76,13 @@ def _content(item: InputFile, head: bytes | None = None) -> bytes | None:
     head = item.head(FIRST_BYTES) if head is None else head
     if head is None or not starts_as_plain_text(head):
         return None  # gzip, UTF-16 and binary inputs are read as they are
+    if _starts_with_tail_header(head):
+        return item.whole(MAX_COMBINED_BYTES)
     first_lines = [line for line in head.split(b"\n", FIRST_LINES)[:FIRST_LINES] if line.strip()]
-    if not (_starts_with_tail_header(head) or any(map(_NAMED_START.match, first_lines))):
+    if not any(map(_NAMED_START.match, first_lines)):
         return None  # most logs end here: a regex on their first lines
+    if not _grep_shaped(item.head(HEAD_BYTES) or b""):
+        return None  # a log that starts with a file's name, not grep's output
     return item.whole(MAX_COMBINED_BYTES)
 
 
@@ -98,7 +102,6 @@ def _tail_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
         end = headers[index + 1].start() if index + 1 < len(headers) else len(data)
         pieces.append((header.group(1), line + 1, data[header.end() + 1:end]))
     return [piece for piece in pieces if piece[2].strip()]
-
 
 
 def _grep_shaped(head: bytes) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from .reader import starts_as_plain_text
 from .sources import InputFile
 
 MAX_WRAPPED_BYTES = 64 * 1024 * 1024
@@ -35,8 +36,8 @@ _LINE_START = re.compile(rb"\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|\[|\s{0,5}\d{1,6}: |[
 def unwrapped(item: InputFile) -> InputFile:
     """`item` with its hard-wrapped lines joined (as in-memory content)."""
     head = item.head(HEAD_BYTES)
-    if not head:
-        return item
+    if not head or not starts_as_plain_text(head):
+        return item  # gzip, UTF-16 and binary inputs are read as they are
     width = _width(head)
     if width is None:
         return item
