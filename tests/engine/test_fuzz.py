@@ -180,3 +180,37 @@ def test_upload_expansion_raises_only_refusals(data, form, name):
         assert 400 <= error.status < 500
     assert budget.total_bytes <= 1 << 20
     assert all(not math.isnan(len(content)) for _, content in budget.files)
+
+
+# how pasted and collected logs look: margins, quotes, collector times, tail headers, grep names
+PASTE_PIECES = st.sampled_from([
+    "    ", "\t", "> ", "> > ", ">", "==> logs/rank1.log <==", "==> ", " <==", "logs/rank3.log:", "logs/rank3.log:12:",
+    "rank0.log-7-", "--", "2026-12-05T08:00:00.123456789Z stderr F ", "2026-12-05T08:00:00Z ", "stdout P ",
+    '{"log":"[rank1]: x\\n","stream":"stderr","time":"2026-12-05T08:00:00Z"}', '{"log":', "0: ", "  3: ", "[rank2]:",
+    "x" * 80, "y" * 120, "\x1b[31m", "\x1b[0m", "\x1b(B", "\r\n", "\n", "",
+])
+PASTED_TEXT = st.lists(st.lists(st.one_of(PASTE_PIECES, FRAGMENTS, st.text(max_size=20)), max_size=8).map("".join),
+                       min_size=1, max_size=40).map("\n".join)
+
+
+@FUZZ
+@given(PASTED_TEXT, st.integers(1, 20))
+def test_pasted_forms_never_raise_and_keep_line_numbers_in_the_text(text, inputs):
+    from firstfault.ingest.pasted import as_written
+
+    data = text.encode("utf-8", "surrogatepass")
+    lines = data.count(b"\n") + 1
+    items = [InputFile(display=f"t{index}.log", relative=f"t{index}.log", content=data) for index in range(inputs)]
+    pieces = as_written(items)
+    assert pieces
+    for piece in pieces:
+        # a piece's lines are lines of the text: they start at a line of it and end by its last
+        read = sum(block.line_count for block in _blocks_or_none(piece))
+        assert 1 <= piece.first_line <= lines and piece.first_line + read - 1 <= lines
+
+
+def _blocks_or_none(item):
+    try:
+        return list(read_blocks(item, ReadStats()))
+    except Unreadable:
+        return []
