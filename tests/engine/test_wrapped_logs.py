@@ -73,3 +73,11 @@ def test_a_line_longer_than_the_width_shows_it_is_no_wrap():
     longer = text + b"w" * 70 + b"\n"
     item = InputFile(display="t", relative="t", content=longer)
     assert unwrapped(item) is item
+
+
+def test_a_coloured_log_is_measured_as_the_terminal_showed_it():
+    line = b"[rank3]: RuntimeError: CUDA error: device-side assert triggered while the loader fed batch 1234 of 5000"
+    plain = wrapped(b"\n".join([line] * 4), 48)
+    coloured = plain.replace(b"RuntimeError", b"\x1b[31mRuntimeError\x1b[0m")  # codes after the wrap
+    item = unwrapped(InputFile(display="t.log", relative="t.log", content=coloured))
+    assert item.content == unwrapped(InputFile(display="t.log", relative="t.log", content=plain)).content

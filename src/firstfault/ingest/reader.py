@@ -294,8 +294,7 @@ def _blocks(stream, stats: ReadStats, decode: bool = True, pending: bytes = b"",
 
 def _block(data: bytes, line_number: int, stats: ReadStats, decode: bool):
     data = _cut_long_lines(data, stats)
-    if b"\x1b" in data:  # a memchr: ~0.15 ms a 4 MiB block
-        data = _TERMINAL_CODES.sub(b"", data)
+    data = without_terminal_codes(data)
     block = Block(line_number, data, None, _decode(data, stats) if decode else None)
     yield block
     count = block.line_count  # counted by now if the consumer numbered lines itself
@@ -310,6 +309,11 @@ _WINDOW = MAX_LINE // 2
 # (`\x1b[31mERROR\x1b[0m:`). Other sequences (an OSC clipboard write or link) stay, for the
 # reports to show escaped: they are not colour, and may be an attack worth seeing.
 _TERMINAL_CODES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[()*+][0-~])")
+
+
+def without_terminal_codes(data: bytes) -> bytes:
+    """`data` without colour, cursor and character-set sequences (see _TERMINAL_CODES)."""
+    return _TERMINAL_CODES.sub(b"", data) if b"\x1b" in data else data  # a memchr: ~0.15 ms a 4 MiB block
 
 
 def _cut_long_lines(data: bytes, stats: ReadStats) -> bytes:

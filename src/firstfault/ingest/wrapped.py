@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .reader import starts_as_plain_text
+from .reader import starts_as_plain_text, without_terminal_codes
 from .sources import InputFile
 
 MAX_WRAPPED_BYTES = 64 * 1024 * 1024
@@ -38,10 +38,11 @@ def unwrapped(item: InputFile) -> InputFile:
     head = item.head(HEAD_BYTES)
     if not head or not starts_as_plain_text(head):
         return item  # gzip, UTF-16 and binary inputs are read as they are
-    width = _width(head)
+    width = _width(without_terminal_codes(head))  # a terminal wraps what it shows, not its colour codes
     if width is None:
         return item
     data = item.whole(MAX_WRAPPED_BYTES)
+    data = without_terminal_codes(data) if data is not None else None
     if data is None or re.search(rb"[^\r\n]{%d}" % (width + 1), data):
         return item  # a longer line: that width is not a wrap's
     pieces = re.compile(rb"^((?:[^\r\n]{%d}\r?\n)+)([^\r\n]*)" % width, re.MULTILINE)
