@@ -82,7 +82,10 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
     # after the join, everything the diagnosis says passes the masker once more: file names the
     # user gave (/home/<user>/...), upload names, dump notes quoting stack frames and paths
     masker = _memo(mask_secrets)
-    diagnosis = map_strings(join_dump_report(diagnose_scans(scans, skipped, kb=kb, masker=masker), report), masker)
+    diagnosis = diagnose_scans(scans, skipped, kb=kb, masker=masker)
+    joined = join_dump_report(diagnosis, report)
+    if joined is not diagnosis:  # else every string went through this masker already
+        diagnosis = map_strings(joined, masker)
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis  # after the join: dump notes name files too
 
 
