@@ -50,10 +50,11 @@ _NAMED_START = re.compile(rb"(?i)[^\s:]{0,4096}?" + _JOB_FILE + rb"[:-]")  # a l
 def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile]:
     """The files pasted into `item`, each an input of its own; [item] when it is one log.
     `head`: its first FIRST_BYTES, when the caller read them already."""
-    data = _content(item, head)
+    form = _form(item, head)
+    data = item.whole(MAX_COMBINED_BYTES) if form is not None else None
     if data is None:
         return [item]
-    pieces = _tail_pieces(data) or _grep_pieces(data)
+    pieces = _tail_pieces(data) if form == "tail" else _grep_pieces(data, _numbered(_head_lines(data)))
     if not pieces:
         return [item]
     seen: dict[str, int] = {}
@@ -70,20 +71,25 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
     return inputs
 
 
-def _content(item: InputFile, head: bytes | None = None) -> bytes | None:
-    """The whole of a text that may be pasted files (None: not one, or too large to split).
-    Every input passes here: its first lines decide, read alone, before anything more is."""
+def _form(item: InputFile, head: bytes | None = None) -> str | None:
+    """"tail" or "grep" when `item` reads as files pasted in that form, else None. Every input
+    passes here: its first lines decide, read alone, before anything more is."""
     head = item.head(FIRST_BYTES) if head is None else head
     if head is None or not starts_as_plain_text(head):
         return None  # gzip, UTF-16 and binary inputs are read as they are
     if _starts_with_tail_header(head):
-        return item.whole(MAX_COMBINED_BYTES)
+        return "tail"
     first_lines = [line for line in head.split(b"\n", FIRST_LINES)[:FIRST_LINES] if line.strip()]
     if not any(map(_NAMED_START.match, first_lines)):
         return None  # most logs end here: a regex on their first lines
-    if not _grep_shaped(item.head(HEAD_BYTES) or b""):
+    if not _grep_shaped(_head_lines(item.head(HEAD_BYTES) or b"")):
         return None  # a log that starts with a file's name, not grep's output
-    return item.whole(MAX_COMBINED_BYTES)
+    return "grep"
+
+
+def _head_lines(data: bytes) -> list[bytes]:
+    """The non-empty lines of the first HEAD_BYTES of `data` (its last, maybe cut, aside)."""
+    return [line for line in data[:HEAD_BYTES].split(b"\n")[:-1] if line.strip()]
 
 
 def _starts_with_tail_header(head: bytes) -> bool:
@@ -92,9 +98,7 @@ def _starts_with_tail_header(head: bytes) -> bool:
 
 
 def _tail_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
-    """(file name, first line, lines) of each `==> name <==` section; [] when none leads."""
-    if not _starts_with_tail_header(data[:HEAD_BYTES]):
-        return []
+    """(file name, first line, lines) of each `==> name <==` section."""
     headers = list(_TAIL_HEADERS.finditer(data))
     pieces, line = [], 1
     for index, header in enumerate(headers):
@@ -104,23 +108,18 @@ def _tail_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
     return [piece for piece in pieces if piece[2].strip()]
 
 
-def _grep_shaped(head: bytes) -> bool:
-    """Nearly every line of `head` (its last, maybe cut, aside) starts with a log file's name."""
-    lines = [line for line in head.split(b"\n")[:-1] if line.strip()]
+def _grep_shaped(lines: list[bytes]) -> bool:
+    """Nearly every one of `lines` starts with a log file's name."""
     numbered = _numbered(lines)
     named = sum(1 for line in lines if _grep_line(line, numbered)[0] is not None)
     separators = sum(1 for line in lines if line.rstrip(b"\r") == _GREP_SEPARATOR)
     return named >= GREP_MIN_LINES and named + separators >= GREP_SHARE * len(lines)
 
 
-def _grep_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
+def _grep_pieces(data: bytes, numbered: bool) -> list[tuple[bytes | None, int, bytes]]:
     """(file name, first line, lines without the name) of each run of one file's lines; a line
     in no such form stays, whole, with the file before it (or in a piece of its own, named None,
     before the first file's): nothing is dropped, and line numbers stay those of `data`."""
-    head = data[:HEAD_BYTES]
-    if not _grep_shaped(head):
-        return []
-    numbered = _numbered([line for line in head.split(b"\n")[:-1] if line.strip()])
     pieces: list[tuple[bytes | None, int, list[bytes]]] = []
     for number, line in enumerate(data.split(b"\n"), start=1):
         name, text = _grep_line(line, numbered)
