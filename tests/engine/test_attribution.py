@@ -64,6 +64,10 @@ def test_line_prefixes(line, rank, local, host):
     ("ip-10-0-1-2.log", None, None, None, "ip-10-0-1-2"),
     ("slurm-8812231.out", None, None, None, None),
     ("node0/stderr.log", None, None, None, None),
+    # a name with a second number after the first (a job's id, then a pod's index): no rank
+    ("kubectl-logs/task-646--1-mhpnk.log", None, None, None, None),
+    ("worker-3-attempt-1.log", None, None, None, None),
+    ("worker-03.err", 3, None, None, None),
     # str.isdigit takes a superscript, int() does not: a folder named so is no local rank
     ("logs/attempt_0/\u00b2/stderr.log", None, None, None, None),
 ])

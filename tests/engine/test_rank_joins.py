@@ -155,6 +155,28 @@ def test_srun_task_exit_report_names_the_rank_the_kernel_killed(tmp_path):
     assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (3, "a100-n07")
 
 
+def test_a_local_rank_on_one_of_two_nodes_is_not_taken_for_its_global_rank(tmp_path):
+    """Two nodes' consoles, cut to their last lines: torchrun on gpu-b07 reports local rank 5
+    failing, and only its failure table says that worker is global rank 13. With files from two
+    hosts, a local rank is its global rank only where the node's first rank is known."""
+    _write(tmp_path / "slurm-88231-gpu-b06.out",
+           "".join(f"[rank{r}]:[E529 14:53:52.1 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+                   f"operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600010 "
+                   f"milliseconds before timing out.\n" for r in range(2)))
+    _write(tmp_path / "slurm-88231-gpu-b07.out",
+           "E0529 14:43:52.118000 71001 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -9) "
+           "local_rank: 5 (pid: 71219) of binary: /usr/bin/python3\n"
+           "Root Cause (first observed failure):\n[0]:\n  time      : 2025-05-29_14:43:52\n  host      : gpu-b07\n"
+           "  rank      : 13 (local_rank: 5)\n  exitcode  : -9 (pid: 71219)\n  error_file: <N/A>\n"
+           "  traceback : Signal 9 (SIGKILL) received by PID 71219\n")
+    _write(tmp_path / "dmesg-gpu-b07.txt",
+           "[Thu May 29 14:43:50 2025] Memory cgroup out of memory: Killed process 71219 (python3) "
+           "total-vm:187214332kB, anon-rss:96120044kB, file-rss:412388kB, shmem-rss:28116kB\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "host-oom-killed"
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (13, "gpu-b07")
+
+
 def _started_at(folder, name: str, text: str) -> tuple:
     """(rank, host) where the diagnosis of one log file says the failure started."""
     _write(folder / name, text)

@@ -406,6 +406,38 @@ def test_rank_launcher_first_names_no_rank_for_a_stop_another_agent_received():
     assert rule("rank-launcher-first").apply(built, _decided(stop, built)).rank == 3
 
 
+def test_rank_launcher_first_takes_no_report_from_another_host():
+    """The OOM killer's line is on one node; the launcher that reports a worker's exit runs on
+    the other: its worker is not the process killed here."""
+    killed = hit("host-oom-killed", 22, source="dgx-a100-18/dmesg.txt", host="dgx-a100-18",
+                 text="Out of memory: Killed process 398016 (python)")
+    other = context("launcher-failed-deepspeed", 49, rank=3, source="pdsh_launcher.log", host="dgx-a100-17",
+                    captures={"code": "-9", "local": "3"}, time=6.0)
+    built = facts([killed, other])
+    assert rule("rank-launcher-first").apply(built, _decided(killed, built)) is None
+    same = context("launcher-failed-deepspeed", 50, rank=13, source="pdsh_launcher.log", host="dgx-a100-18",
+                   captures={"code": "-9", "local": "5"}, time=7.0)
+    built = facts([killed, other, same])
+    assert rule("rank-launcher-first").apply(built, _decided(killed, built)).rank == 13
+
+
+def test_rank_launcher_first_for_a_kill_by_signal_takes_a_process_killed_by_one():
+    """A process the OOM killer ended died by SIGKILL: a report of an ordinary exit (code 1) is
+    another process, unless it is the only process that failed (the killed DataLoader worker's
+    rank)."""
+    killed = hit("host-oom-killed", 1, source="dmesg.txt", text="Out of memory: Killed process 21860 (python3)")
+    exits = [context("launcher-failed-srun", 30 + task, rank=task, source="slurm.out", captures={"code": "1", "task": str(task)},
+                     time=5.0 + task) for task in (2, 4)]
+    built = facts([killed, *exits])
+    assert rule("rank-launcher-first").apply(built, _decided(killed, built)) is None
+    signalled = context("launcher-failed-srun", 20, rank=3, source="slurm.out", captures={"signal": "Killed", "task": "3"},
+                        time=9.0)
+    built = facts([killed, *exits, signalled])
+    assert rule("rank-launcher-first").apply(built, _decided(killed, built)).rank == 3
+    built = facts([killed, exits[0]])
+    assert rule("rank-launcher-first").apply(built, _decided(killed, built)).rank == 2
+
+
 def test_rank_launcher_first_names_no_waiter_for_a_straggler():
     """A straggler verdict means another rank was slow: the rank the launcher saw exit first is
     one that gave up waiting, so it is not named as the one that started it."""

@@ -10,9 +10,15 @@ NATIVE_CRASH = "native-crash"
 VIRTUAL_INTERFACE = "nccl-virtual-interface"
 LAUNCHER_AFTERMATH = "torchelastic-child-failed"
 P2P_FAILURE = "nccl-p2p-failure"
+HOST_OOM = "host-oom-killed"
 
 ENGINE_IDS = (PEER_CRASH, STRAGGLER, UNEVEN, MISMATCH, EXTERNAL_STOP, NATIVE_CRASH, LAUNCHER_AFTERMATH, VIRTUAL_INTERFACE,
-              P2P_FAILURE)
+              P2P_FAILURE, HOST_OOM)
+
+# Failures whose process is ended by a signal (the kernel's SIGKILL, a SIGSEGV of its own): it
+# never exits with a code of its own, so a launcher's report of one (1, 2: a Python error's) is
+# another process's
+SIGNAL_DEATHS = (HOST_OOM, NATIVE_CRASH)
 
 # Aborts (SIGABRT) are also how the NCCL watchdog ends a rank after a collective timeout: with a
 # timeout in the job, these signatures are its teardown, not a native crash of their own.

@@ -147,11 +147,12 @@ def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]
     matches: list[Match] = []
     order = 0
     blocks = node_blocks(scans)
+    file_nodes = {host for host in hosts.values() if host}  # files from two hosts: two nodes at least
     for scan in scans:
         offset = _file_offset(scan, world)
         if offset is None:
             offset = blocks.get(scan.input.display)
-        if offset is None and not any_node_hints and not host_offsets and not blocks:
+        if offset is None and not any_node_hints and not host_offsets and not blocks and len(file_nodes) <= 1:
             offset = 0  # single node: local rank == global rank
         context = _FileContext(scan, world, hosts[scan.input.display], several)
         for hit in scan.hits:

@@ -40,7 +40,9 @@ _NOT_HOSTS = re.compile(r"(?i)(?:epoch|step|iter|iteration|layer|rank|gpu|cuda|l
 
 _FILE_RANK = (
     re.compile(r"(?i)(?:^|[_.-])(?:rank|process)[_-]?0*(\d{1,6})(?:[_.-]|$)"),  # Azure ML: std_log_process_03.txt
-    re.compile(r"(?i)^(?:worker|proc|process|task|gpu)[_-]?0*(\d{1,6})(?:[_.-]|$)"),
+    # `worker-03.err`; not a name with another number after it (`task-646--1`: a job's id, then
+    # the pod's index; which one is a rank the name does not say)
+    re.compile(r"(?i)^(?:worker|proc|process|task|gpu)[_-]?0*(\d{1,6})(?:[_.-][^\d]*|)$"),
 )
 _RAY_WORKER_FILE = re.compile(r"(?:python-core-)?worker-[0-9a-f]+-[0-9a-f]+-(\d+)\.(?:err|out|log)$")
 # `node1.log`, `node_0.txt`: a node index. A zero-padded number (`node018`) is a host's name.

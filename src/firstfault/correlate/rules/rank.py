@@ -10,7 +10,7 @@ from ..devices import bus_of
 from ..identity import bus_key, pid_key
 from ..events import time_key
 from ..facts import Facts, SIGTERM_CODES
-from ..ids import EXTERNAL_STOP, STRAGGLER
+from ..ids import EXTERNAL_STOP, SIGNAL_DEATHS, STRAGGLER
 from ..odd_one_out import odd_rank
 from . import Decision, rule
 
@@ -186,6 +186,24 @@ def only_process(facts: Facts, decision: Decision) -> Decision | None:
     return _named(decision, "rank-only-process", 0, "is the only process", [decision.initiating])
 
 
+def _ordinary_exit(report: Match) -> bool:
+    """A launcher's report of a process that exited with a code of its own (not killed by a
+    signal: shells and Slurm give a signal as 128 + N, torchrun as -N)."""
+    code = str(report.captures.get("code") or "")
+    return code.isascii() and code.isdigit() and 0 < int(code) < 128
+
+
+def _signal_deaths_first(reports: list[Match]) -> list[Match]:
+    """For a failure that kills its process by a signal: the reports of processes killed by one.
+    Without any, a report of an ordinary exit is the killed process's parent (a DataLoader
+    worker's rank) only when it is the one process that failed; among several, which cannot be
+    told."""
+    killed = [m for m in reports if not _ordinary_exit(m)]
+    if killed:
+        return killed
+    return reports if len({m.line.origin.rank for m in reports}) == 1 else []
+
+
 @rule("rank-launcher-first")
 def launcher_first(facts: Facts, decision: Decision) -> Decision | None:
     """The rank the launcher reported failing first with a real error (not its own SIGTERM). A stop
@@ -195,7 +213,12 @@ def launcher_first(facts: Facts, decision: Decision) -> Decision | None:
         return None  # the launcher reports a rank that gave up waiting: the one it waited for is another
     reports = [m for m in facts.matches if m.signature.name in LAUNCHER_FAILED
                and m.captures.get("code") not in SIGTERM_CODES and m.line.origin.rank is not None]
+    if facts.relations.core(decision.initiating.entry_id) in SIGNAL_DEATHS:
+        reports = _signal_deaths_first(reports)
     origin = decision.initiating.line.origin
+    # a launcher on another host reports its own workers: none of them is the process whose
+    # failing line this host's log holds
+    reports = [m for m in reports if not (origin.host and m.line.origin.host and m.line.origin.host != origin.host)]
     own = [m for m in reports if m.line.origin.source == origin.source or (origin.host and m.line.origin.host == origin.host)]
     if facts.relations.core(decision.initiating.entry_id) == EXTERNAL_STOP:
         reports = own
