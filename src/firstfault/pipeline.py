@@ -9,18 +9,13 @@ to an optional observer: any object with `file_started(item, index, total)` and
 """
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from functools import lru_cache
 
-from .correlate import correlate
-from .correlate.dumps_join import join_dump_report
-from .correlate.relations import relations_of
 from .ingest.error_records import error_record_input
 from .ingest.pasted import as_written
-from .correlate.ids import PEER_CRASH
-from .correlate.identity import build_identity
-from .correlate.ranks import hosts_seen, job_files, ranks_seen, resolve, stream_activity, with_pod_node_ranks
 from .errors import InputError
 from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
 from .kb import load_knowledge_base
@@ -65,7 +60,17 @@ def scan_inputs(inputs: list[InputFile], kb: KnowledgeBase, observer=None) -> li
     """Scan every input; many large files are spread over processes, results in input order."""
     from .match.parallel import scan_files
 
-    return scan_files(scanner_for(kb), inputs, observer)
+    return scan_files(scanner_for(kb), inputs, observer, meanwhile=_load_correlation)
+
+
+CORRELATION_MODULES = ("correlate", "correlate.identity", "correlate.ranks", "correlate.relations", "correlate.dumps_join")
+
+
+def _load_correlation() -> None:
+    """Import what correlating the scans takes (~20 ms) while workers scan: it is imported where
+    it is used, not before the scan, where this process would import it with the other core idle."""
+    for name in CORRELATION_MODULES:
+        importlib.import_module(f".{name}", __package__)
 
 
 def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bool, observer, kb) -> Diagnosis:
@@ -83,6 +88,8 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
     # user gave (/home/<user>/...), upload names, dump notes quoting stack frames and paths
     masker = _memo(mask_secrets)
     diagnosis = diagnose_scans(scans, skipped, kb=kb, masker=masker)
+    from .correlate.dumps_join import join_dump_report
+
     joined = join_dump_report(diagnosis, report)
     if joined is not diagnosis:  # else every string went through this masker already
         diagnosis = map_strings(joined, masker)
@@ -116,6 +123,11 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
                    masker=None) -> Diagnosis:
     """Correlate what the scans found into one Diagnosis. `masker`: the diagnosis's memo of
     mask_secrets, when the caller masks once more after (see _diagnose)."""
+    from .correlate import correlate
+    from .correlate.identity import build_identity
+    from .correlate.ranks import hosts_seen, job_files, ranks_seen, resolve, stream_activity, with_pod_node_ranks
+    from .correlate.relations import relations_of
+
     read = [scan for scan in scans if not scan.error]
     all_skipped = list(skipped) + [Skipped(scan.input.display, scan.error) for scan in scans if scan.error]
     all_skipped += [Skipped(scan.input.display, note) for scan in read for note in _partial_notes(scan)]
@@ -172,6 +184,8 @@ def _memo(change):
 
 
 def _peer_failed(match) -> bool:
+    from .correlate.ids import PEER_CRASH
+
     return match.role == "collateral" and PEER_CRASH in (match.entry_id, match.signature.core_class)
 
 

@@ -1,6 +1,8 @@
 """Many inputs scanned across processes give what one process gives, in input order."""
 from __future__ import annotations
 
+import time
+
 from firstfault.ingest.sources import InputFile, expand_inputs
 from firstfault.match import parallel
 from firstfault.match.scanner import Scanner
@@ -93,3 +95,23 @@ def test_a_pasted_piece_among_files_on_disk_does_not_keep_the_job_in_one_process
     assert parallel.worker_count(inputs + [piece]) == 2
     assert parallel.worker_count([piece] * 8) == 1
     assert parallel.worker_count(inputs + [InputFile(display="<stdin>", relative="stdin", is_stdin=True)]) == 1
+
+
+def test_the_workers_take_the_first_files_year_and_this_process_works_meanwhile(tmp_path, signatures):
+    """The pool starts before the first file is scanned here; the year that file's dates give
+    reaches the workers with their groups (for a kernel log's times, written without one), and
+    the main process runs its own work while they scan."""
+    (tmp_path / "a-train.log").write_text("2024-03-01 10:00:00,000 INFO step 1 loss 2.0\n")
+    for node in range(4):
+        (tmp_path / f"dmesg-node{node}.txt").write_text(
+            f"Mar  1 10:00:0{node} node{node} kernel: Out of memory: Killed process {4000 + node} (python3) "
+            "total-vm:1078536kB, anon-rss:473580kB\n" * 20)
+    inputs, _ = expand_inputs([str(tmp_path)])
+    assert inputs[0].display.endswith("a-train.log")
+    calls = []
+    serial = parallel.scan_files(Scanner(signatures), inputs, workers=1, meanwhile=lambda: calls.append("serial"))
+    spread = parallel.scan_files(Scanner(signatures), inputs, workers=2, meanwhile=lambda: calls.append("spread"))
+    assert summary(spread) == summary(serial)
+    killed = [hit.time for scan in spread[1:] for hit in scan.hits]
+    assert killed and all(time.gmtime(seconds).tm_year == 2024 for seconds in killed)
+    assert calls == ["spread"]

@@ -158,3 +158,43 @@ def test_a_part_that_reads_one_rank_after_several_is_rescanned(tmp_path, cut_sma
     assert merged == Scanner(signatures).scan(item)
     report = diagnoses_agree([str(log)], monkeypatch)
     assert "cuda-oom" in report
+
+
+def _parts_of_a_console_whose_last_part_holds_fewer_ranks(tmp_path, signatures):
+    """Four ranks write the first lines, then only ranks 0 and 1 (still several, so no part is
+    rescanned): the last part's worker found the tails of two rank streams, the merge knows four,
+    and finds them again from the file's last two blocks."""
+    log = tmp_path / "train.log"
+    write_big_console(log, 110_000, {109_990: "[rank1]: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"},
+                      prefix=lambda n: f"[rank{n % 4 if n < 30_000 else n % 2}]:")
+    item = expand_inputs([str(log)])[0][0]
+    parts = split.plan_parts(item, log.stat().st_size, 2, None)
+    assert len(parts) >= 3
+    scans = [split.scan_part(Scanner(signatures), item, part, part.index == len(parts) - 2) for part in parts]
+    return log, item, parts, scans
+
+
+def test_the_merge_reads_the_files_last_blocks_again_when_it_needs_them(tmp_path, cut_small, monkeypatch, signatures):
+    """The workers send where the file's last blocks lie, not their bytes; the merge reads them
+    again when it must find the tails itself."""
+    log, item, parts, scans = _parts_of_a_console_whose_last_part_holds_fewer_ranks(tmp_path, signatures)
+    assert all(tail.data is None for scanned in scans for tail in scanned.tail_blocks)  # spans, not bytes
+    read_again = []
+    read_span = reader.read_span
+    monkeypatch.setattr(reader, "read_span", lambda *args: read_again.append(args) or read_span(*args))
+    merged = split.merge_parts(Scanner(signatures), item, parts, scans)
+    assert read_again
+    assert merged == Scanner(signatures).scan(item)
+    assert merged.tails  # found again from the blocks read again
+
+
+def test_a_file_cut_short_before_the_merge_is_reported_partly_read(tmp_path, cut_small, signatures):
+    """The file shrank between the workers' reads and the merge: its last blocks cannot be read
+    again; the scan says so instead of failing."""
+    log, item, parts, scans = _parts_of_a_console_whose_last_part_holds_fewer_ranks(tmp_path, signatures)
+    with open(log, "r+b") as handle:
+        handle.truncate(log.stat().st_size // 2)
+    merged = split.merge_parts(Scanner(signatures), item, parts, scans)
+    assert "changed while firstfault read it" in merged.stats.truncated
+    assert merged.tails == {}
+    assert any(hit.text.startswith("[rank1]: RuntimeError: CUDA out of memory") for hit in merged.hits)

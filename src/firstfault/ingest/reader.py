@@ -46,15 +46,18 @@ class Block:
     """Consecutive complete lines joined by '\\n' (no trailing one); `first_line` is the
     1-based number of the first. `data` is the UTF-8 bytes as read (over-long lines cut);
     `text` is decoded on first use, undecodable bytes replaced. `line_count` is counted on
-    first use too, unless a consumer that counts lines anyway sets it."""
+    first use too, unless a consumer that counts lines anyway sets it. `span`: (offset, size)
+    of the bytes on disk it was made of, when read from a plain file (see read_span)."""
 
-    __slots__ = ("first_line", "data", "_line_count", "_text")
+    __slots__ = ("first_line", "data", "_line_count", "_text", "span")
 
-    def __init__(self, first_line: int, data: bytes, line_count: int | None = None, text: str | None = None) -> None:
+    def __init__(self, first_line: int, data: bytes, line_count: int | None = None, text: str | None = None,
+                 span: tuple[int, int] | None = None) -> None:
         self.first_line = first_line
         self.data = data
         self._line_count = line_count
         self._text = text
+        self.span = span
 
     @property
     def line_count(self) -> int:
@@ -124,6 +127,19 @@ def read_blocks(item: InputFile, stats: ReadStats, decode: bool = True, start: i
     finally:
         if not item.is_stdin:
             raw.close()
+
+
+def read_span(item: InputFile, span: tuple[int, int], first_line: int) -> Block:
+    """The block read from `span` of a plain file on disk (Block.span), read again as it was."""
+    offset, size = span
+    try:
+        with open(item.path, "rb") as handle:
+            data = os.pread(handle.fileno(), size, offset)
+    except OSError as exc:
+        raise Unreadable(f"could not be read again ({exc.strerror or exc})") from None
+    if len(data) != size:
+        raise Unreadable("it changed while firstfault read it")
+    return Block(first_line, without_terminal_codes(_cut_long_lines(data, ReadStats())), span=span)
 
 
 def range_start(handle, offset: int) -> int | None:
@@ -202,7 +218,7 @@ def _plain_blocks(raw, stats: ReadStats, decode: bool, begin: int, start: int, s
         if len(data) != end - position:
             break  # the file changed under us
         stats.bytes += limit - offset
-        line_number = yield from _block(data, line_number, stats, decode)
+        line_number = yield from _block(data, line_number, stats, decode, (position, end - position))
         position, offset = end + 1, limit
         if last:
             break
@@ -292,10 +308,10 @@ def _blocks(stream, stats: ReadStats, decode: bool = True, pending: bytes = b"",
         line_number = yield from _block(data, line_number, stats, decode)
 
 
-def _block(data: bytes, line_number: int, stats: ReadStats, decode: bool):
+def _block(data: bytes, line_number: int, stats: ReadStats, decode: bool, span: tuple[int, int] | None = None):
     data = _cut_long_lines(data, stats)
     data = without_terminal_codes(data)
-    block = Block(line_number, data, None, _decode(data, stats) if decode else None)
+    block = Block(line_number, data, None, _decode(data, stats) if decode else None, span)
     yield block
     count = block.line_count  # counted by now if the consumer numbered lines itself
     stats.lines += count

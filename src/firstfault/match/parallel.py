@@ -11,9 +11,10 @@ groups of consecutive files and parts that shrink toward the end (`schedule`: th
 together). Each worker rebuilds the scanner from its signatures (the compiled database comes
 from the cache in about a millisecond) and returns picklable scans.
 
-The first input is scanned here first when it is not cut, so that every worker starts from the
-same reference year for timestamps that omit it (as a serial scan would carry it from file to
-file); when it is cut, from the year its first lines give.
+The first input is scanned here when it is not cut, while the workers start, so that every
+worker starts from the same reference year for timestamps that omit it (as a serial scan would
+carry it from file to file: the year travels with each group); when it is cut, from the year its
+first lines give.
 
 Progress: workers add the bytes they scan to a shared counter (and take a group's bytes back out
 when its scans are sent back); while waiting for the next result in input order, this process hands the
@@ -36,18 +37,26 @@ PROGRESS_SECONDS = 0.1
 
 _worker_scanner: Scanner | None = None
 _in_flight = None  # the shared count of bytes scanned in files not finished yet
+_seeded = False  # whether this worker's clock has its reference year (from its first group)
 
 
-def _start_worker(scanner: Scanner, reference_year: int | None, in_flight=None) -> None:
-    global _worker_scanner, _in_flight
+def _start_worker(scanner: Scanner, in_flight=None) -> None:
+    global _worker_scanner, _in_flight, _seeded
     _worker_scanner = scanner
-    _worker_scanner.clock.reference_year = reference_year
     _in_flight = in_flight
+    _seeded = False
 
 
-def _scan_group_in_worker(units: list[tuple[InputFile, Part | None, bool]]) -> list[FileScan | PartScan]:
-    """The scans of a group of units, one after the other. The bytes read count in the shared
-    progress counter until the group's results go back to the main process."""
+def _scan_group_in_worker(task: tuple[int | None, list[tuple[InputFile, Part | None, bool]]]) -> list[FileScan | PartScan]:
+    """The scans of a group of units, one after the other; the group comes with the reference
+    year the worker's clock starts from (known once the first input was scanned, after the
+    workers started). The bytes read count in the shared progress counter until the group's
+    results go back to the main process."""
+    global _seeded
+    seed_year, units = task
+    if not _seeded:
+        _worker_scanner.clock.reference_year = seed_year
+        _seeded = True
     if _in_flight is None:
         return [_scan_in_worker(unit) for unit in units]
     added = 0
@@ -93,8 +102,10 @@ def worker_count(inputs: list[InputFile]) -> int:
     return cpus
 
 
-def scan_files(scanner: Scanner, inputs: list[InputFile], observer=None, workers: int | None = None) -> list[FileScan]:
-    """Every input's FileScan, in input order."""
+def scan_files(scanner: Scanner, inputs: list[InputFile], observer=None, workers: int | None = None,
+               meanwhile=None) -> list[FileScan]:
+    """Every input's FileScan, in input order. `meanwhile`: work for this process while the
+    workers scan (called once, when they have theirs; not when everything is scanned here)."""
     workers = worker_count(inputs) if workers is None else workers
     total = len(inputs)
     scans: list[FileScan] = []
@@ -116,27 +127,29 @@ def scan_files(scanner: Scanner, inputs: list[InputFile], observer=None, workers
             one_here(index)
         scanner.on_block = None
         return scans
-    start = 0
-    if not first_parts:
-        one_here(0)
-        start = 1
-    seed_year = scanner.clock.reference_year if start else first_parts[-1].reference_year
-    units, owners = [], []  # (input, part, penultimate), and the input index of each
-    for index in range(start, total):
-        parts = first_parts if index == 0 else plan_parts(inputs[index], file_size(inputs[index]), workers, seed_year)
-        for part in parts or [None]:
-            units.append((inputs[index], part, part is not None and len(parts) >= 2 and part.index == len(parts) - 2))
-            owners.append((index, parts))
     import multiprocessing
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
-    order = _last_parts_first(units)
-    groups = groups_by_share([_unit_size(units[index]) for index in order], workers)
-    tasks = [[units[order[position]] for position in group] for group in groups]
     in_flight = context.Value("q", 0) if hasattr(observer, "bytes_in_flight") else None
-    with context.Pool(workers, initializer=_start_worker, initargs=(scanner, seed_year, in_flight)) as pool:
+    with context.Pool(workers, initializer=_start_worker, initargs=(scanner, in_flight)) as pool:
+        start = 0
+        if not first_parts:
+            one_here(0)  # while the workers start
+            start = 1
+        seed_year = scanner.clock.reference_year if start else first_parts[-1].reference_year
+        units, owners = [], []  # (input, part, penultimate), and the input index of each
+        for index in range(start, total):
+            parts = first_parts if index == 0 else plan_parts(inputs[index], file_size(inputs[index]), workers, seed_year)
+            for part in parts or [None]:
+                units.append((inputs[index], part, part is not None and len(parts) >= 2 and part.index == len(parts) - 2))
+                owners.append((index, parts))
+        order = _last_parts_first(units)
+        groups = groups_by_share([_unit_size(units[index]) for index in order], workers)
+        tasks = [(seed_year, [units[order[position]] for position in group]) for group in groups]
         results = _InUnitOrder(_Flattened(pool.imap(_scan_group_in_worker, tasks, chunksize=1)), order)
+        if meanwhile is not None:
+            meanwhile()
         pending: list[PartScan] = []
         for index, parts in owners:
             result = _next_result(results, observer, in_flight)

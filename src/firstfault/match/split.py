@@ -65,7 +65,7 @@ class PartScan:
     hits: list  # (signature index, captures, line, text, prefix, time, time_inherited)
     first_full_year: int | None
     year_less: int
-    tail_blocks: list  # (first line, data) of the blocks the file's end may need
+    tail_blocks: list  # _TailBlock: the blocks the file's end may need
     tail_view: tuple | None = None  # the last part: the rank streams its tails were found with
 
 
@@ -124,7 +124,7 @@ def scan_part(scanner: Scanner, item: InputFile, part: Part, penultimate: bool) 
             for hit in scan.hits]
     scan.hits = []
     wanted = [previous, last] if part.last else [last] if penultimate else []
-    tail_blocks = [(block.first_line, block.data) for block in wanted if block is not None]
+    tail_blocks = [_TailBlock.of(block) for block in wanted if block is not None]
     view = None
     if part.last and previous is not None:
         scanner.keep_last_tails(scan, previous, last)  # as the merge would, if the streams are the same
@@ -147,25 +147,57 @@ def merge_parts(scanner: Scanner, item: InputFile, parts: list[Part], scans: lis
     if merged.error:
         return merged
     year = parts[0].reference_year if parts[0].reference_year is not None else first.first_full_year
-    tails = [_block(first_line, data, 0) for first_line, data in first.tail_blocks]
+    tails = list(first.tail_blocks)  # _TailBlock or reader.Block, their lines counted from 1 + the shift
     for part, scanned in zip(parts[1:], scans[1:]):
         offset = merged.stats.lines
         if scanned.scan.error or not _holds(merged, part, scanned, year) or (year is None and scanned.first_full_year):
             scanner.clock.reference_year = year
             previous, last = scanner.scan_blocks(item, merged, part.start, None, first_line=offset + 1)
             tails = [block for block in (*tails, previous, last) if block is not None]
-            scanner.keep_last_tails(merged, *([None] + tails)[-2:])
+            scanner.keep_last_tails(merged, *_last_two(item, tails, merged))
             return merged
         _absorb(scanner, merged, scanned, offset)
         year = year if year is not None else scanned.first_full_year
-        tails += [_block(first_line, data, offset) for first_line, data in scanned.tail_blocks]
+        tails += [replace(tail, shift=offset) for tail in scanned.tail_blocks]
     scanner.clock.reference_year = year
     last = scans[-1]
     if last.tail_view is not None and last.tail_view == _view(merged):
         _shifted_tails(merged, last.scan, merged.stats.lines - last.scan.stats.lines)
     else:
-        scanner.keep_last_tails(merged, *([None] + tails)[-2:])
+        scanner.keep_last_tails(merged, *_last_two(item, tails, merged))
     return merged
+
+
+@dataclass(frozen=True)
+class _TailBlock:
+    """A block a part's worker read at the file's end, sent back to the merge by where it lies on
+    disk (read again only if the merge needs it: most merges keep the worker's tails) or, when
+    it was not read from a plain stretch of the file, with its bytes. `shift`: lines before the part."""
+
+    first_line: int
+    span: tuple[int, int] | None
+    data: bytes | None
+    shift: int = 0
+
+    @classmethod
+    def of(cls, block: reader.Block) -> "_TailBlock":
+        return cls(block.first_line, block.span, None if block.span is not None else block.data)
+
+    def block(self, item: InputFile) -> reader.Block:
+        first_line = self.first_line + self.shift
+        if self.span is None:
+            return reader.Block(first_line, self.data)
+        return reader.read_span(item, self.span, first_line)
+
+
+def _last_two(item: InputFile, tails: list, merged: FileScan) -> list:
+    """The last two of the tail blocks as reader.Blocks (None before a lone one), for
+    keep_last_tails; none when the file cannot give them again (the report says so)."""
+    try:
+        return [tail.block(item) if isinstance(tail, _TailBlock) else tail for tail in ([None] + tails)[-2:]]
+    except reader.Unreadable as exc:
+        merged.stats.truncated = merged.stats.truncated or f"its last lines, {exc}: what each rank printed last is not shown"
+        return [None, None]
 
 
 def _shifted_tails(merged: FileScan, part: FileScan, offset: int) -> None:
@@ -173,10 +205,6 @@ def _shifted_tails(merged: FileScan, part: FileScan, offset: int) -> None:
     for name in ("tails", "progress_tails"):
         setattr(merged, name, {stream: [(line + offset, time, text) for line, time, text in lines]
                                for stream, lines in getattr(part, name).items()})
-
-
-def _block(first_line: int, data: bytes, offset: int) -> reader.Block:
-    return reader.Block(first_line + offset, data)
 
 
 def _hits(scanner: Scanner, packed: list, offset: int) -> list[RawHit]:
