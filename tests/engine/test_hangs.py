@@ -121,3 +121,22 @@ def test_acs_redirect_alone_is_a_setting_not_a_failure():
     healthy = ("[2026-03-30 10:00:00,000] step 100 loss 2.1\n[2026-03-30 10:10:00,000] step 200 loss 1.9\n"
                "{'train_runtime': 1200.5, 'train_samples_per_second': 29.9, 'train_steps_per_second': 0.9, 'train_loss': 1.9, 'epoch': 1.0}\n")
     assert diagnose_texts([("lspci.txt", acs), ("train.log", healthy)]).status == "healthy"
+
+
+def test_ctrl_c_is_never_the_failure_it_answers():
+    """Node 1's workers failed (their errors cut from what was pasted); on node 0 someone pressed
+    Ctrl-C. The interrupt is not a preemption to restart from: the class cannot be told, and the
+    failed ranks are shown where they failed."""
+    node0 = ("[2024-03-01 10:00:00,000] INFO step 120 loss 1.93\n"
+             "^CWARNING:torch.distributed.elastic.agent.server.api:Received 2 death signal, shutting down workers\n"
+             "torch.distributed.elastic.multiprocessing.api.SignalException: Process 188101 got signal: 2\n")
+    node1 = "".join(f"[{index}]:\n  time      : 2024-03-01_10:00:05\n  host      : a100-node-02\n"
+                    f"  rank      : {8 + index} (local_rank: {index})\n  exitcode  : 1 (pid: {210400 + index})\n"
+                    "  error_file: <N/A>\n" for index in range(3))
+    diagnosis = diagnose_texts([("node0-a100-node-01.log", node0), ("node1-a100-node-02.log", node1)])
+    assert (diagnosis.status, diagnosis.primary) == ("unknown", None)
+    assert diagnosis.action != "restart"
+    assert {(row.rank, row.host, row.ended) for row in diagnosis.ranks if row.rank >= 8} == {
+        (8, "a100-node-02", "failed"), (9, "a100-node-02", "failed"), (10, "a100-node-02", "failed")}
+    alone = diagnose_texts([("node0.log", node0)])
+    assert alone.primary is None or "preempted-sigterm" not in (alone.primary.failure_id, alone.primary.failure_class)
