@@ -109,3 +109,77 @@ def test_grep_line_numbers_are_taken_off():
 def test_a_log_that_only_looks_like_pasted_files_stays_one_log(text):
     item = InputFile(display="t.log", relative="t.log", content=text)
     assert split_combined(item) == [item]
+
+
+def compose_output(files, colour: bool = False) -> bytes:
+    """What `docker compose logs` prints when each file was a container's output (`trainer-1`, ...):
+    names padded to the longest, a bar, the lines interleaved one by one (on a terminal, each name
+    in its colour)."""
+    streams = [data.rstrip(b"\n").split(b"\n") for _name, data in files]
+    width = len(f"trainer-{len(files)}")
+    lines = []
+    for index in range(max(map(len, streams))):
+        for number, stream in enumerate(streams, start=1):
+            if index < len(stream):
+                name = f"trainer-{number}".ljust(width).encode() + b"  |"
+                name = b"\x1b[3%dm" % (number % 7) + name + b"\x1b[0m" if colour else name
+                lines.append(name + b" " + stream[index])
+    return b"\n".join(lines) + b"\n"
+
+
+COMPOSE_CASES = ["real/exc-index-error-tee-ws7-r5", "real/native-segfault-tee-ws10-r9", "real/sigkill-rank-srun-ws5-r4",
+                 "real/collective-mismatch-extra-barrier-tee-ws4"]
+
+
+@pytest.mark.parametrize("case", COMPOSE_CASES)
+@pytest.mark.parametrize("form", ["plain", "colour"])
+def test_a_containers_output_through_docker_compose_gives_the_diagnosis_of_its_log(case, form):
+    """One container ran the job (its console, the scheduler's output): Compose's name and bar
+    before each line, the name coloured, change nothing."""
+    files = [file for file in log_files(case) if not file[0].startswith("logs/dmesg")]
+    text = compose_output(files, colour=form == "colour")
+    expected = diagnose_paths([str(FIXTURES / case / "logs")])
+    assert verdict(diagnose_texts([("compose.log", text)])) == verdict(expected)
+
+
+def test_compose_cuts_its_containers_apart_and_keeps_the_line_numbers():
+    text = (b"trainer-1  | [rank0]: step 1 loss 2.0\n"
+            b"trainer-2  | [rank1]: step 1 loss 2.1\n"
+            b"trainer-1  | [rank0]: Traceback (most recent call last):\n"
+            b"trainer-1  | [rank0]: RuntimeError: CUDA error: device-side assert triggered\n"
+            b"trainer-2  | [rank1]: waiting in all_reduce\n")
+    pieces = split_combined(InputFile(display="compose.log", relative="compose.log", content=text))
+    assert [piece.display for piece in pieces] == ["trainer-1 in compose.log", "trainer-2 in compose.log"]
+    assert {piece.relative for piece in pieces} == {"compose.log"}  # a replica's number is no rank
+    assert pieces[1].content.split(b"\n")[1] == b"[rank1]: step 1 loss 2.1"
+    assert pieces[1].content.split(b"\n")[0] == b""  # the other container's line, left empty
+    diagnosis = diagnose_texts([("compose.log", text)])
+    assert (diagnosis.primary.failure_id, diagnosis.initiating.rank) == ("cuda-device-side-assert", 0)
+    assert (diagnosis.initiating.source, diagnosis.initiating.line) == ("trainer-1 in compose.log", 4)
+
+
+def test_compose_logs_with_times_read_each_rank_behind_its_time():
+    """`docker compose logs -t`: the time after the bar goes behind the launcher prefix, as a
+    collector's time does, so the rank is read."""
+    text = (b"trainer-1  | 2026-12-05T08:00:01.000000000Z [rank0]: step 7 loss 2.0\n"
+            b"trainer-2  | 2026-12-05T08:00:01.500000000Z [rank1]: step 7 loss 2.1\n"
+            b"trainer-2  | 2026-12-05T08:00:02.000000000Z [rank1]: Traceback (most recent call last):\n"
+            b"trainer-2  | 2026-12-05T08:00:02.000000000Z [rank1]: IndexError: list index out of range\n"
+            b"trainer-1  | 2026-12-05T08:10:02.000000000Z [rank0]: RuntimeError: [gloo/transport/tcp/pair.cc:534] "
+            b"Connection closed by peer [10.0.0.2]:6011\n")
+    diagnosis = diagnose_texts([("compose.log", text)])
+    assert (diagnosis.primary.failure_id, diagnosis.initiating.rank) == ("user-code-exception", 1)
+    assert (diagnosis.initiating.source, diagnosis.initiating.line) == ("trainer-2 in compose.log", 4)
+
+
+@pytest.mark.parametrize("text", [
+    # Lightning's model summary and a Markdown table: bars, but no container names before them
+    b"  | Name     | Type   | Params\n0 | backbone | ResNet | 11.2 M\n1 | head     | Linear | 5.1 K\n"
+    b"11.2 M    Trainable params\n",
+    b"| rank | loss |\n| --- | --- |\n| 0 | 2.0 |\n| 1 | 2.1 |\n",
+    # two lines of a container among a log's own
+    b"worker-1 | started\nworker-2 | started\n[rank0]: step 1 loss 2.0\n[rank0]: step 2 loss 1.9\n"
+    b"[rank0]: step 3 loss 1.8\n[rank0]: step 4 loss 1.7\n",
+])
+def test_a_log_with_bars_is_no_compose_output(text):
+    assert split_combined(InputFile(display="x.log", relative="x.log", content=text))[0].content == text

@@ -11,9 +11,17 @@ prefix of their own read as one process's. Each file's lines become an input of 
 by that file (its name gives the path hints, `ingest.attribution.hints_from_path`), shown as
 `combined.log (logs/rank3.log)`, with the line numbers of the text given (`InputFile.first_line`).
 
+Docker Compose (`docker compose up`, `docker compose logs`) interleaves its containers' lines,
+each after the container's name, padded, and a bar (`trainer-1  | `; Compose v1: `proj_trainer_1 |`).
+Each container's lines become an input of their own, shown with the container's name (what
+`docker logs trainer-1` would give; the name says nothing of ranks or hosts, so the text's own
+name still gives the path hints): the other containers' lines are left empty in it, so its line
+numbers are those of the text given.
+
 The format must hold from the first line (tail's header) or on nearly every line (grep's file
-names, which must look like files: a folder in them or a log's extension), so that a log that
-quotes one such line, or `grep -c` counts among notes, stays one log.
+names, which must look like files: a folder in them or a log's extension; Compose's container
+names, which end in the replica's number), so that a log that quotes one such line, or `grep -c`
+counts among notes, stays one log.
 """
 from __future__ import annotations
 
@@ -21,7 +29,7 @@ import re
 from dataclasses import replace
 
 from . import margin
-from .reader import starts_as_plain_text
+from .reader import starts_as_plain_text, without_terminal_codes
 from .sources import InputFile
 
 MAX_COMBINED_BYTES = 256 * 1024 * 1024  # larger files are read as one log (their pieces would sit in memory)
@@ -30,6 +38,8 @@ FIRST_BYTES, FIRST_LINES = margin.FIRST_BYTES, 3  # what rules out most logs, ch
 GREP_SHARE = 0.9  # of a grep output's non-empty lines carry a file name
 GREP_MIN_LINES = 3
 MAX_NAME = 4096  # bytes of a file name in grep's output, at most
+MAX_CONTAINERS = 64  # a text naming more is no Compose output (each container's piece is a copy)
+MAX_COMPOSE_BYTES = 32 * 1024 * 1024
 
 _TAIL_HEADER = re.compile(rb"==> (.{1,4096}?) <==\r?")
 _TAIL_HEADERS = re.compile(rb"^==> (.{1,4096}?) <==\r?$", re.MULTILINE)
@@ -45,6 +55,9 @@ _JOB_FILE = (rb"(?:\.(?:log|out|err|txt|sbatch|slurm|sh|ya?ml|json|cfg|conf|ini|
              rb"|(?:^|/)std(?:out|err)(?:\.\w{1,8})?)")
 _LOG_NAME = re.compile(rb"(?i)" + _JOB_FILE + rb"$")
 _NAMED_START = re.compile(rb"(?i)[^\s:]{0,4096}?" + _JOB_FILE + rb"[:-]")  # a line that may start so
+# a container's name (Compose names one `<service>-<replica>`, v1 `<project>_<service>_<replica>`),
+# the padding to the longest name, the bar
+_COMPOSE_LINE = re.compile(rb"([A-Za-z0-9][\w.-]{0,127}[-_]\d{1,4})[ \t]*\| ?")
 
 
 def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile]:
@@ -54,7 +67,12 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
     data = item.whole(MAX_COMBINED_BYTES) if form is not None else None
     if data is None:
         return [item]
-    pieces = _tail_pieces(data) if form == "tail" else _grep_pieces(data, _numbered(_head_lines(data)))
+    if form == "tail":
+        pieces = _tail_pieces(data)
+    elif form == "compose":
+        pieces = _compose_pieces(without_terminal_codes(data))
+    else:
+        pieces = _grep_pieces(data, _numbered(_head_lines(data)))
     if not pieces:
         return [item]
     seen: dict[str, int] = {}
@@ -63,23 +81,31 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
         if name is None:  # lines before the first file's: the text's own
             inputs.append(replace(item, path=None, content=content, first_line=first_line))
             continue
-        relative = name.decode("utf-8", "replace")
-        seen[relative] = seen.get(relative, 0) + 1
-        again = f" #{seen[relative]}" if seen[relative] > 1 else ""  # the same file pasted twice
-        inputs.append(replace(item, display=f"{relative}{again} in {item.display}", relative=relative, path=None,
+        named = name.decode("utf-8", "replace")
+        seen[named] = seen.get(named, 0) + 1
+        again = f" #{seen[named]}" if seen[named] > 1 else ""  # the same file pasted twice
+        # a file's name says what its path would (rank, node, host); a container's name is the
+        # deployment's own (`worker-2` is a replica, not rank 2 or a host), so the text's name stays
+        relative = item.relative if form == "compose" else named
+        inputs.append(replace(item, display=f"{named}{again} in {item.display}", relative=relative, path=None,
                               content=content, first_line=first_line))
     return inputs
 
 
 def _form(item: InputFile, head: bytes | None = None) -> str | None:
-    """"tail" or "grep" when `item` reads as files pasted in that form, else None. Every input
-    passes here: its first lines decide, read alone, before anything more is."""
+    """"tail", "grep" or "compose" when `item` reads as files or containers' outputs pasted in
+    that form, else None. Every input passes here: its first lines decide, read alone, before
+    anything more is."""
     head = item.head(FIRST_BYTES) if head is None else head
     if head is None or not starts_as_plain_text(head):
         return None  # gzip, UTF-16 and binary inputs are read as they are
     if _starts_with_tail_header(head):
         return "tail"
-    first_lines = [line for line in head.split(b"\n", FIRST_LINES)[:FIRST_LINES] if line.strip()]
+    first_lines = [line for line in without_terminal_codes(head).split(b"\n", FIRST_LINES)[:FIRST_LINES] if line.strip()]
+    if first_lines and all(map(_COMPOSE_LINE.match, first_lines)):
+        lines = _head_lines(without_terminal_codes(item.head(HEAD_BYTES) or b""))
+        composed = sum(1 for line in lines if _COMPOSE_LINE.match(line))
+        return "compose" if composed >= GREP_MIN_LINES and composed >= GREP_SHARE * len(lines) else None
     if not any(map(_NAMED_START.match, first_lines)):
         return None  # most logs end here: a regex on their first lines
     if not _grep_shaped(_head_lines(item.head(HEAD_BYTES) or b"")):
@@ -106,6 +132,31 @@ def _tail_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
         end = headers[index + 1].start() if index + 1 < len(headers) else len(data)
         pieces.append((header.group(1), line + 1, data[header.end() + 1:end]))
     return [piece for piece in pieces if piece[2].strip()]
+
+
+def _compose_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
+    """(container, 1, its lines with every other container's left empty) for each container, in
+    the order they first speak; a line without a container's name stays with the line before it
+    (nothing is dropped). None when the text names more than MAX_CONTAINERS, or is too big to copy
+    that often."""
+    if len(data) > MAX_COMPOSE_BYTES:
+        return []
+    lines = data.split(b"\n")
+    owners, texts, owner = [], [], None
+    for line in lines:
+        found = _COMPOSE_LINE.match(line)
+        if found is not None:
+            owner, line = found.group(1), line[found.end():]
+        owners.append(owner)
+        texts.append(line)
+    names = list(dict.fromkeys(name for name in owners if name is not None))
+    if not names or len(names) > MAX_CONTAINERS:
+        return []
+    pieces = [(name, 1, b"\n".join(text if who == name else b"" for who, text in zip(owners, texts))) for name in names]
+    before = [text for who, text in zip(owners, texts) if who is None]  # lines before any container's
+    if any(text.strip() for text in before):
+        pieces.insert(0, (None, 1, b"\n".join(before)))
+    return pieces
 
 
 def _grep_shaped(lines: list[bytes]) -> bool:

@@ -5,8 +5,9 @@
 Each input passes, in this order: the margin of a Markdown code block or a reply's quote is taken
 off (`margin`); a paste's hard-wrapped lines are joined again (`wrapped`, only when a few inputs
 are given: a job's own files are never wrapped); a collector's time before every line goes behind
-the line's launcher prefix (`collected`); several files pasted as one text (`tail`, `grep`) are
-cut back into those files (`combined`). An input's first bytes are read once for these (again
+the line's launcher prefix (`collected`); several files pasted as one text (`tail`, `grep`), or
+containers' outputs interleaved by Docker Compose, are cut back into those files (`combined`),
+whose lines may again carry a collector's time. An input's first bytes are read once for these (again
 only from a text one of them rewrote); most logs are none of these and stay as they are.
 """
 from __future__ import annotations
@@ -32,7 +33,10 @@ def _as_written(item: InputFile, pasted: bool) -> list[InputFile]:
         rewritten = rewrite(item, head)
         if rewritten is not item:
             item, head = rewritten, rewritten.head(FIRST_BYTES)
-    return split_combined(item, head)
+    pieces = split_combined(item, head)
+    if pieces == [item]:
+        return pieces
+    return [as_logged(piece, piece.head(FIRST_BYTES)) for piece in pieces]  # containers' lines behind a collector's time
 
 
 def _unwrapped(item: InputFile, _head: bytes | None) -> InputFile:
