@@ -43,6 +43,10 @@ LINES = [
     ("errno-28", "disk-full", "OSError: [Errno 28] No space left on device: '/ckpt/step_1000/model.safetensors'"),
     ("error-word", UNNAMED, "ERROR: job step 42.0 aborted: unrecognised frobnicator state 0x7"),
     ("fatal-word", UNNAMED, "FATAL: quux daemon lost its lease on shard 12"),
+    # a shell in a zh_CN locale (glibc's and bash's Simplified Chinese messages)
+    ("zh-segfault", "native-crash", "段错误 (核心已转储)"),
+    ("zh-bus-error-job", "native-crash", "./train.sh: 行 12: 40312 总线错误               (核心已转储) python train.py"),
+    ("zh-killed-job", "host-oom-killed", "./launch_rank.sh: 行 10: 14874 已杀死                  python train.py"),
 ]
 
 

@@ -243,8 +243,11 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("failed-exit", r"(?i)(?:exit ?code|exit status|exited with (?:code|status))\s*[:=]?\s*(?P<code>-?[1-9]\d*)",
              ("srun: error: gpu-b200-014: task 0: Exited with exit code 1", "  exitcode  : -9 (pid: 71219)"),
              ("exit code: 0", "exited with code 0")),
-    _context("failed-signal", r"(?i)(?:Segmentation fault|core dumped|Aborted \(core|fatal error|Fatal Python error|\bKilled\b)",
-             ("[HOST:12252] Signal: Segmentation fault (11)", "Fatal Python error: Aborted"), ("Killing subprocess 51872",)),
+    # (and in a zh_CN shell's words: 核心已转储 core dumped, 段错误 segmentation fault, 已杀死 killed)
+    _context("failed-signal", r"(?i)(?:Segmentation fault|core dumped|Aborted \(core|fatal error|Fatal Python error|\bKilled\b"
+                              r"|核心已转储|段错误|已杀死)",
+             ("[HOST:12252] Signal: Segmentation fault (11)", "Fatal Python error: Aborted", "总线错误 (核心已转储)",
+              "bash: 行 1: 14874 已杀死    python train.py"), ("Killing subprocess 51872", "已终止")),
     # A line that states an error, a failure or a fatal event in any layer's words: never evidence
     # of health. Unrecognised, it is "a failure the knowledge base cannot name yet", shown as such.
     # Written for the fast engine too: a glog line is known by its source file (a literal to look
