@@ -162,13 +162,15 @@ def _without_lookarounds(pattern: str) -> str:
 
 def ripgrep_patterns(patterns: list[str]) -> str:
     """The same patterns in ripgrep's syntax: one alternation needs unnamed groups, a leading
-    (?i) becomes a scoped group, and look-arounds go."""
+    (?i) becomes a scoped group, look-arounds go, and a character outside ASCII (a zh_CN shell's
+    `段错误`) is written as its UTF-8 bytes, which is what `--no-unicode` matches."""
     lines = []
     for pattern in patterns:
         pattern = _without_lookarounds(re.sub(r"\(\?P<\w+>", "(?:", pattern))
         if pattern.startswith("(?i)"):
             pattern = "(?i:" + pattern[4:] + ")"
-        lines.append(pattern)
+        lines.append("".join(char if char.isascii() else "".join(f"\\x{byte:02X}" for byte in char.encode("utf-8"))
+                             for char in pattern))
     return "\n".join(lines) + "\n"
 
 

@@ -19,7 +19,7 @@ from ..kb.cache import cache_dir, write_atomic
 
 ASCII, BYTES = "ascii", "bytes"  # the dialects of translate.py (imported only to compile)
 
-CACHE_VERSION = "6"  # bump when translate.py changes what a pattern compiles to
+CACHE_VERSION = "8"  # bump when translate.py changes what a pattern compiles to
 _FLAGS = hyperscan.HS_FLAG_MULTILINE
 # Any byte sequence Python's strict UTF-8 decoder rejects (found in the same pass as the
 # signatures, so checking a block costs nothing extra): bytes never valid, a lead byte without
@@ -72,12 +72,14 @@ def _compilable(pattern: bytes) -> bool:
 
 def _build(patterns: list[str], dialect: str, once: frozenset = frozenset()) -> tuple[hyperscan.Database | None, list[int]]:
     """The database of every translatable pattern, and the indices left to the fallback."""
-    from .translate import Unsupported, can_match_empty, translate
+    from .translate import NeverMatches, Unsupported, can_match_empty, translate
 
     expressions, ids, left_out = [], [], []
     for index, pattern in enumerate(patterns):
         try:
             text, _ignorecase = translate(pattern, dialect)
+        except NeverMatches:
+            continue  # it cannot match a block of this dialect: nothing looks for it there
         except Unsupported:
             left_out.append(index)
             continue

@@ -39,6 +39,11 @@ class Unsupported(Exception):
     """This pattern has no faithful translation; the signature uses the Python fallback."""
 
 
+class NeverMatches(Unsupported):
+    """This pattern cannot match text of this dialect (a non-ASCII word in a pure-ASCII block):
+    the database leaves it out, and no fallback looks for it there."""
+
+
 def _fold_partners() -> dict[str, str]:
     """Non-ASCII characters that Python's case-insensitive matching equates with an ASCII letter."""
     partners: dict[str, str] = {}
@@ -60,6 +65,14 @@ def _partners() -> dict[str, str]:
     return _PARTNERS
 
 
+_ASCII_TEXT = "".join(map(chr, range(128)))
+
+
+def _folds_to_ascii(char: str) -> bool:
+    """Whether Python's case-insensitive matching takes `char` for some ASCII character."""
+    return re.search("(?i)" + re.escape(char), _ASCII_TEXT) is not None
+
+
 def _byte_escape(data: bytes) -> str:
     return "".join(chr(b) if chr(b).isalnum() and b < 0x80 else f"\\x{b:02x}" for b in data)
 
@@ -71,6 +84,19 @@ class _Emitter:
 
     def sequence(self, items, ignorecase: bool) -> str:
         return "".join(self.item(opcode, argument, ignorecase) for opcode, argument in items)
+
+    def _possible(self, alternatives, ignorecase: bool) -> list[str]:
+        """The translated alternatives of a choice, without those that cannot match here (a
+        non-ASCII word in the ASCII dialect); NeverMatches when none can."""
+        translated = []
+        for alternative in alternatives:
+            try:
+                translated.append(self.sequence(alternative, ignorecase))
+            except NeverMatches:
+                continue
+        if not translated:
+            raise NeverMatches("no alternative can match")
+        return translated
 
     def literal(self, code: int, ignorecase: bool) -> str:
         char = chr(code)
@@ -84,7 +110,9 @@ class _Emitter:
                 return alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
             return text
         if self.dialect == ASCII:
-            raise Unsupported("non-ASCII literal")
+            if ignorecase and _folds_to_ascii(char):
+                raise Unsupported("non-ASCII literal whose case partner is ASCII")  # the Kelvin sign and k
+            raise NeverMatches("non-ASCII literal")
         if ignorecase:
             variants = {char, char.lower(), char.upper()} | {c for c in (char.lower(),) if len(c) == 1}
             variants = {v for v in variants if len(v) == 1}
@@ -168,7 +196,7 @@ class _Emitter:
         if opcode is C.IN:
             return self.char_class(argument, ignorecase)
         if opcode is C.BRANCH:
-            return "(?:" + "|".join(self.sequence(alternative, ignorecase) for alternative in argument[1]) + ")"
+            return "(?:" + "|".join(self._possible(argument[1], ignorecase)) + ")"
         if opcode is C.SUBPATTERN:
             group, add_flags, del_flags, pattern = argument
             inner_case = (ignorecase or bool(add_flags & C.SRE_FLAG_IGNORECASE)) and not del_flags & C.SRE_FLAG_IGNORECASE
@@ -178,7 +206,12 @@ class _Emitter:
             return "(?:" + self.sequence(pattern, inner_case) + ")"
         if opcode in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", None)):
             low, high, pattern = argument
-            inner = self.sequence(pattern, ignorecase)
+            try:
+                inner = self.sequence(pattern, ignorecase)
+            except NeverMatches:
+                if low:
+                    raise
+                return ""  # an optional part that cannot be here: the rest matches without it
             if not inner:
                 return ""
             if high is _MAXREPEAT or high == _MAXREPEAT:
