@@ -36,7 +36,7 @@ def _as_written(item: InputFile, pasted: bool) -> list[InputFile]:
         if rewritten is not item:
             item, head = rewritten, rewritten.head(FIRST_BYTES)
     pieces = split_combined(item, head)
-    if pieces == [item]:
+    if len(pieces) == 1 and pieces[0] is item:
         return pieces
     return [as_logged(piece, piece.head(FIRST_BYTES)) for piece in pieces]  # containers' lines behind a collector's time
 
