@@ -15,7 +15,11 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 # cases a wrap at 120 characters turns into other verdicts (first sight, 2026-12-05)
 CASES = ["dev/abi-flashattn-wheel-built-for-other-torch", "dev/accelerate-rank0-200g-offset-index-barrier-timeout",
          "real/autograd-inplace-srun-ws3-r2", "real/collective-after-fit-plain-ws4-r1",
-         "dev/budgetbert-uneven-shards-epoch-end-hang"]
+         "dev/budgetbert-uneven-shards-epoch-end-hang",
+         # device-side asserts, one template repeated, each wrapped right after a blank (first sight
+         # of the wrapped forms, 2026-12-05: answered healthy)
+         "upstream/cuda-device-side-assert-llama2c-windows-no-kernel-name",
+         "upstream/cuda-device-side-assert-semseg-spatial-nll-template-args"]
 
 
 def wrapped(data: bytes, width: int) -> bytes:

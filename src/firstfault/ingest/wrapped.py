@@ -9,7 +9,8 @@ first lose the line's launcher prefix. A text shows such a width W when no line 
 least MIN_PIECES lines (and one in twenty) are exactly W long, and the line after such a line
 reads as the rest of it: it is not blank, not itself a new line's start (a date, a time, a
 bracketed or srun prefix, a syslog date, a traceback's frame), and the break falls inside a word
-(letters or digits on both sides) for at least a third of them. Each run of W-long lines is joined
+(letters or digits on both sides) or right after a blank the piece ends in, for at least a third
+of them. Each run of W-long lines is joined
 with the line that ends it; an empty line stays in place of each piece taken up, so line numbers
 do not change. Logs on disk written by the job itself are never wrapped: only a few inputs (a
 paste, a saved post) are looked at (`pasted.PASTED_INPUTS`).
@@ -67,12 +68,20 @@ def _width(head: bytes) -> int | None:
     rests = [(lines[index], lines[index + 1]) for index in broken]
     remainders = sum(1 for _, rest in rests if rest.strip() and len(rest) < width)
     reshaped = sum(1 for piece, rest in rests if rest.strip() and _shape(rest) != _shape(piece))
-    split_words = sum(1 for piece, rest in rests
-                      if piece[-1:].isalnum() and rest[:1].isalnum() and not _LINE_START.match(rest))
+    split_words = sum(1 for piece, rest in rests if _cut_mid_line(piece, rest))
     if (remainders < REMAINDER_SHARE * len(broken) or reshaped < RESHAPED_SHARE * len(broken)
             or split_words < SPLIT_WORD_SHARE * len(broken)):
         return None
     return width
+
+
+def _cut_mid_line(piece: bytes, rest: bytes) -> bool:
+    """Whether the break between a piece and the line after it falls inside a line: inside a
+    word (letters or digits on both sides), or right after a blank (the piece ends in one, as
+    a terminal leaves it when the width falls between two words), the rest not a line's start."""
+    if _LINE_START.match(rest) or not rest[:1].strip():
+        return False
+    return (piece[-1:].isalnum() and rest[:1].isalnum()) or piece[-1:] in (b" ", b"\t")
 
 
 def _shape(line: bytes) -> bytes:
