@@ -104,8 +104,7 @@ def _form(item: InputFile, head: bytes | None = None) -> str | None:
     first_lines = [line for line in without_terminal_codes(head).split(b"\n", FIRST_LINES)[:FIRST_LINES] if line.strip()]
     if first_lines and all(map(_COMPOSE_LINE.match, first_lines)):
         lines = _head_lines(without_terminal_codes(item.head(HEAD_BYTES) or b""))
-        composed = sum(1 for line in lines if _COMPOSE_LINE.match(line))
-        return "compose" if composed >= GREP_MIN_LINES and composed >= GREP_SHARE * len(lines) else None
+        return "compose" if _nearly_all(sum(1 for line in lines if _COMPOSE_LINE.match(line)), lines) else None
     if not any(map(_NAMED_START.match, first_lines)):
         return None  # most logs end here: a regex on their first lines
     if not _grep_shaped(_head_lines(item.head(HEAD_BYTES) or b"")):
@@ -164,7 +163,12 @@ def _grep_shaped(lines: list[bytes]) -> bool:
     numbered = _numbered(lines)
     named = sum(1 for line in lines if _grep_line(line, numbered)[0] is not None)
     separators = sum(1 for line in lines if line.rstrip(b"\r") == _GREP_SEPARATOR)
-    return named >= GREP_MIN_LINES and named + separators >= GREP_SHARE * len(lines)
+    return named >= GREP_MIN_LINES and _nearly_all(named + separators, lines)
+
+
+def _nearly_all(marked: int, lines: list[bytes]) -> bool:
+    """Whether `marked` of `lines` (GREP_MIN_LINES at least) are nearly all of them."""
+    return marked >= GREP_MIN_LINES and marked >= GREP_SHARE * len(lines)
 
 
 def _grep_pieces(data: bytes, numbered: bool) -> list[tuple[bytes | None, int, bytes]]:
