@@ -54,6 +54,14 @@ def test_grep_n_with_context_lines_and_separators():
     assert (diagnosis.primary.failure_id, diagnosis.initiating.rank, diagnosis.initiating.line) == ("user-code-exception", 1, 6)
 
 
+def test_a_one_line_paste_without_a_line_end():
+    """`grep -n` of one line, pasted without the line end after it: the head is the whole text,
+    and its one line counts."""
+    text = b"1:  File \"train.py\", line 12, in <module>"
+    item = InputFile(display="grep.txt", relative="grep.txt", content=text)
+    assert without_line_numbers(item, text).content == b"  File \"train.py\", line 12, in <module>"
+
+
 @pytest.mark.parametrize("text", [
     # srun --label: the task numbers repeat
     b"0: [rank0]: step 1\n1: [rank1]: step 1\n0: [rank0]: step 2\n1: [rank1]: step 2\n",

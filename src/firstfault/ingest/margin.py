@@ -33,7 +33,7 @@ def without_margin(item: InputFile, head: bytes | None = None) -> InputFile:
     head = item.head(FIRST_BYTES) if head is None else head
     if head is None or not starts_as_plain_text(head):
         return item  # gzip, UTF-16 and binary inputs are read as they are
-    margin = _margin(_complete_lines(head, whole=len(head) < FIRST_BYTES))
+    margin = _margin(complete_lines(head))
     if margin is None:
         return item
     data = item.whole(MAX_MARGIN_BYTES)
@@ -42,8 +42,10 @@ def without_margin(item: InputFile, head: bytes | None = None) -> InputFile:
     return replace(item, path=None, content=margin.sub(b"", data))
 
 
-def _complete_lines(head: bytes, whole: bool) -> list[bytes]:
-    """The non-empty lines of `head` (without the last, which may be cut, unless `whole`)."""
+def complete_lines(head: bytes) -> list[bytes]:
+    """The non-empty lines of an input's first FIRST_BYTES (without the last, which may be cut,
+    unless `head` is the whole text)."""
+    whole = len(head) < FIRST_BYTES
     lines = head.split(b"\n")
     return [line.rstrip(b"\r") for line in (lines if whole else lines[:-1]) if line.strip()]
 

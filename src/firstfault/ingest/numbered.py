@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from .margin import complete_lines
 from .reader import starts_as_plain_text
 from .sources import InputFile
 
@@ -35,7 +36,7 @@ def without_line_numbers(item: InputFile, head: bytes | None) -> InputFile:
     its first bytes (None: it cannot be such a paste)."""
     if not head or not starts_as_plain_text(head):
         return item  # gzip, UTF-16 and binary inputs are read as they are
-    first = [line for line in head.split(b"\n")[:-1] if line.strip() and line.rstrip(b"\r") != _GREP_SEPARATOR][:FIRST_LINES]
+    first = [line for line in complete_lines(head) if line != _GREP_SEPARATOR][:FIRST_LINES]
     form = next((number for number in (_GREP_NUMBER, _CAT_NUMBER) if first and all(map(number.match, first))), None)
     if form is None:
         return item
@@ -53,8 +54,9 @@ def _numbered_throughout(data: bytes, form: re.Pattern) -> bool:
         if not line.strip() or (form is _GREP_NUMBER and line.rstrip(b"\r") == _GREP_SEPARATOR):
             continue
         found = form.match(line)
-        if found is None or int(found.group(1)) <= last:
+        number = int(found.group(1)) if found else 0
+        if number <= last:
             return False
-        whole = whole and int(found.group(1)) == last + 1
-        last, count = int(found.group(1)), count + 1
+        whole = whole and number == last + 1
+        last, count = number, count + 1
     return count >= MIN_LINES or (count > 0 and whole)
