@@ -22,6 +22,12 @@ from .errors import FirstfaultError, InputError
 from .pipeline import diagnose_paths
 
 
+def class_accepted(got_class: str, got_entry: str, accepted) -> bool:
+    """A diagnosis names an accepted class by its failure class or by the knowledge-base entry behind it
+    (an entry that specialises a core class, e.g. `host-memory-enomem` of `host-oom-killed`)."""
+    return got_class in accepted or (bool(got_entry) and got_entry in accepted)
+
+
 @dataclass(frozen=True)
 class CaseResult:
     case_id: str
@@ -40,8 +46,7 @@ class CaseResult:
     def class_ok(self) -> bool:
         if self.expected_class == "healthy":
             return self.got_class == "healthy"
-        accepted = (self.expected_class, *self.acceptable)
-        return self.got_class in accepted or (bool(self.got_entry) and self.got_entry in accepted)
+        return class_accepted(self.got_class, self.got_entry, (self.expected_class, *self.acceptable))
 
     @property
     def rank_scored(self) -> bool:

@@ -83,3 +83,19 @@ def test_lab_run_without_torch_says_how_to_install_it():
 def test_lab_run_unknown_scenario_is_a_tool_error(capsys):
     assert main(["lab", "run", "no-such-scenario"]) == 2
     assert "firstfault lab list" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("primary, problems", [
+    ({"failure_id": "host-oom-killed", "entry_id": "host-memory-enomem", "initiating": {"rank": 1}}, []),
+    ({"failure_id": "host-oom-killed", "entry_id": "host-oom-killed", "initiating": {"rank": 1}},
+     ["class host-oom-killed, expected host-memory-enomem or collective-timeout-peer-crash"]),
+    ({"failure_id": "collective-timeout-peer-crash", "entry_id": "collective-timeout-peer-crash",
+      "initiating": {"rank": 0}}, ["initiating rank 0, expected 1"]),
+])
+def test_the_lab_judges_the_class_as_eval_does_by_class_or_entry(primary, problems):
+    """An entry that specialises a core class (host-memory-enomem of host-oom-killed) is the class the
+    lab expects when the diagnosis names that entry: `firstfault eval` counts it so, and so must the lab."""
+    from firstfault.lab.runner import judge
+
+    expect = {"class": "host-memory-enomem", "also_acceptable": ["collective-timeout-peer-crash"], "initiating_rank": 1}
+    assert judge({"status": "failure", "primary": primary}, expect) == problems

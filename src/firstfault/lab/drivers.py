@@ -22,8 +22,8 @@ from .slurm import JobOutput, SlurmJob
 
 
 def prepare_checkpoint(driver: str, work: Path, actions: list) -> None:
-    """The resume checkpoint an earlier run left: from a narrower model, or cut short."""
-    if driver not in ("stale-checkpoint", "truncated-checkpoint"):
+    """The resume checkpoint an earlier run left: from a narrower model, cut short, or with a pickled config."""
+    if driver not in ("stale-checkpoint", "truncated-checkpoint", "pickled-config-checkpoint"):
         return
     from . import train  # needs torch, like everything the lab runs
 
@@ -32,6 +32,9 @@ def prepare_checkpoint(driver: str, work: Path, actions: list) -> None:
     if driver == "stale-checkpoint":
         train.write_checkpoint(str(path), hidden=48)
         actions.append("wrote checkpoints/last.pt from a model with hidden size 48")
+    elif driver == "pickled-config-checkpoint":
+        train.write_checkpoint(str(path), with_config=True)
+        actions.append("wrote checkpoints/last.pt with the run's argparse.Namespace pickled into it")
     else:
         train.write_checkpoint(str(path), truncate_to=0.8)
         actions.append("wrote checkpoints/last.pt and truncated it to 80% of its size")

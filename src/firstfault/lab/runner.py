@@ -348,6 +348,8 @@ def diagnose_case(case_dir: Path) -> dict:
 
 def judge(contract: dict, expect: dict) -> list[str]:
     """What is wrong in `contract` for a case expecting `expect` (corpus README rules); [] when right."""
+    from ..evaluation import class_accepted
+
     if expect["class"] == "healthy":
         return [] if contract["status"] == "healthy" else [f"status {contract['status']}, expected healthy"]
     problems = []
@@ -355,8 +357,9 @@ def judge(contract: dict, expect: dict) -> list[str]:
     accepted = [expect["class"], *expect.get("also_acceptable", [])]
     if contract["status"] != "failure":
         problems.append(f"status {contract['status']}, expected failure")
-    if primary.get("failure_id") not in accepted:
-        problems.append(f"class {primary.get('failure_id')}, expected {' or '.join(accepted)}")
+    if not class_accepted(primary.get("failure_id") or "", primary.get("entry_id") or "", accepted):
+        named = primary.get("entry_id") or primary.get("failure_id")
+        problems.append(f"class {named}, expected {' or '.join(accepted)}")
     if expect.get("initiating_rank") is not None:
         found = (primary.get("initiating") or {}).get("rank")
         if found != expect["initiating_rank"]:

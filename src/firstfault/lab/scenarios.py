@@ -43,7 +43,8 @@ class Scenario:
     default_world_size: int = 2
     default_rank: int = 1
     pg_timeout: float = 30.0
-    # sigterm-launcher | busy-port | missing-member | stale-checkpoint | truncated-checkpoint | flaky-mirror
+    # sigterm-launcher | busy-port | missing-member | stale-checkpoint | truncated-checkpoint
+    # | pickled-config-checkpoint | flaky-mirror
     # | oom-killer (SIGKILL the rank that fired, log the kernel's line) | time-limit (Slurm cancels the job)
     driver: str = ""
     cancel_after: float = 0.0  # time-limit: seconds after the fault fired (or the marker step) until the cancel
@@ -436,6 +437,81 @@ SCENARIOS: tuple[Scenario, ...] = (
         evidence="send operation to complete",
         train_args=("--boundary-exchange", "--inject", "p2p-order:{rank}:1"), pg_timeout=5,
         default_layout="twonode", default_world_size=4, default_rank=1),
+    # Faults of the knowledge base's entries first run in session 2026-12-05 (sixth); their truth, as every
+    # scenario's, follows from the injection.
+    Scenario(
+        "autograd-backward-twice", "a consistency loss reuses the last step's logits without detaching them",
+        "autograd-backward-twice",
+        "From global step 3 rank {rank} adds 0.1 * mse(logits, last step's logits) to its loss and keeps the "
+        "logits undetached; at step 4 backward reached step 3's graph, freed by step 3's backward, and raised "
+        "'Trying to backward through the graph a second time'. The other ranks failed in the DDP all_reduce.",
+        evidence="backward through the graph a second time",
+        also_acceptable=PEER, train_args=("--inject", "backward-twice:{rank}:4"), layouts=LAYOUTS,
+        default_layout="logdir", default_world_size=3, default_rank=1),
+    Scenario(
+        "autograd-no-grad", "a probe path runs the forward under torch.no_grad on one rank, then backward",
+        "autograd-no-grad-fn",
+        "At global step 5 rank {rank} ran the forward inside torch.no_grad() (a probe path reusing the "
+        "evaluation helper); loss.backward() raised 'element 0 of tensors does not require grad'. The other "
+        "ranks failed in the DDP all_reduce.",
+        evidence="does not require grad and does not have a grad_fn",
+        also_acceptable=PEER, train_args=("--inject", "no-grad:{rank}:5"), layouts=LAYOUTS,
+        default_layout="tee", default_world_size=2, default_rank=1),
+    Scenario(
+        "dtype-double-input", "one rank's records decode as float64 and meet the float32 model",
+        "tensor-dtype-mismatch",
+        "At global step 2 rank {rank}'s batch came as float64 (a new exporter's records); the first Linear "
+        "raised 'mat1 and mat2 must have the same dtype, but got Double and Float'. The other ranks failed in "
+        "the DDP all_reduce. (The knowledge base has two entries for this message, the general one and the "
+        "mixed-precision one: either names the fault.)",
+        evidence="mat1 and mat2 must have the same dtype",
+        also_acceptable=("dtype-mismatch", *PEER), train_args=("--inject", "double-input:{rank}:2"), layouts=LAYOUTS,
+        default_layout="plain", default_world_size=3, default_rank=2),
+    Scenario(
+        "host-alloc-refused", "a 4 GiB buffer on a rank whose container caps virtual memory (ulimit -v)",
+        "host-memory-enomem",
+        "At global step 3 rank {rank} capped its address space 512 MiB above its size (as ulimit -v in its "
+        "container) and allocated a 4 GiB buffer; the CPU allocator raised 'can't allocate memory' (ENOMEM). "
+        "No process was killed. The other ranks failed in the DDP all_reduce.",
+        evidence="can't allocate memory",
+        also_acceptable=PEER, train_args=("--inject", "alloc-limit:{rank}:3"), layouts=LAYOUTS,
+        default_layout="twonode", default_world_size=4, default_rank=2),
+    Scenario(
+        "dataloader-worker-killed", "the kernel kills one rank's DataLoader worker (SIGKILL)",
+        "dataloader-worker-killed",
+        "While decoding a record of rank {rank}'s fourth batch its DataLoader worker was killed by SIGKILL (as "
+        "the OOM killer kills a grown worker); the DataLoader raised 'DataLoader worker (pid N) is killed by "
+        "signal: Killed' in rank {rank}'s main process. The other ranks failed in the DDP all_reduce.",
+        evidence="is killed by signal|exited unexpectedly",
+        also_acceptable=("host-oom-killed", *PEER), layouts=LAYOUTS,
+        train_args=("--inject", "worker-killed:{rank}:3", "--num-workers", "1"),
+        default_layout="logdir", default_world_size=2, default_rank=1),
+    Scenario(
+        "missing-module", "one node's image lacks the fused attention package (ModuleNotFoundError)",
+        "python-import-error",
+        "Rank {rank} imported flash_attn while building its model (after the process group was up); the "
+        "package is not installed and it raised ModuleNotFoundError. The other ranks failed in DDP's "
+        "construction, which broadcasts the parameters.",
+        evidence="No module named 'flash_attn'",
+        also_acceptable=PEER, train_args=("--inject", "missing-module:{rank}"), layouts=LAYOUTS,
+        default_layout="twonode", default_world_size=4, default_rank=3),
+    Scenario(
+        "checkpoint-weights-only", "resuming from a checkpoint that pickled the run's argparse.Namespace",
+        "checkpoint-weights-only-unpickling",
+        "The resume checkpoint holds the earlier run's argparse.Namespace next to the weights; rank 0 loads "
+        "it with torch.load(weights_only=True) and the unpickler refused the global argparse.Namespace. The "
+        "other ranks failed waiting in the broadcast.",
+        evidence="Weights only load failed",
+        also_acceptable=PEER, train_args=("--resume", "{work}/checkpoints/last.pt"), driver="pickled-config-checkpoint",
+        default_layout="tee", default_world_size=3, default_rank=0),
+    Scenario(
+        "gloo-interface-missing", "GLOO_SOCKET_IFNAME names an interface this machine does not have",
+        "gloo-interface-not-found",
+        "The job sets GLOO_SOCKET_IFNAME=ib0 (copied from the cluster's job template); this machine has no "
+        "ib0, so every rank failed creating the gloo process group. No rank started it.",
+        evidence="Unable to find address for: ib0",
+        initiator="none", collateral="none", also_acceptable=("nccl-wrong-interface",),
+        env={"GLOO_SOCKET_IFNAME": "ib0"}, default_layout="tee", default_world_size=2),
 )
 
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}

@@ -95,13 +95,15 @@ class ToyNet(nn.Module):
 class ShardDataset(Dataset):
     """Synthetic labelled records; each rank reads its own shard of `length` records."""
 
-    def __init__(self, length: int, seed: int, bad_index: int | None = None, bad_label_index: int | None = None):
+    def __init__(self, length: int, seed: int, bad_index: int | None = None, bad_label_index: int | None = None,
+                 kill_index: int | None = None):
         generator = torch.Generator().manual_seed(seed)
         self.features = torch.randn(length, FEATURES, generator=generator)
         weights = torch.randn(FEATURES, CLASSES, generator=torch.Generator().manual_seed(7))
         self.labels = (self.features @ weights).argmax(dim=1)
         self.bad_index = bad_index
         self.bad_label_index = bad_label_index
+        self.kill_index = kill_index  # the record whose decoding the kernel kills the worker over
 
     def __len__(self):
         return len(self.features)
@@ -115,6 +117,8 @@ class ShardDataset(Dataset):
         return rec
 
     def __getitem__(self, index):
+        if index == self.kill_index and torch.utils.data.get_worker_info() is not None:
+            os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does to a worker that grew too big
         rec = self.record(index)
         label = rec["label"]
         return rec["x"], LABEL_NAMES.index(label) if label in LABEL_NAMES else len(LABEL_NAMES)
@@ -188,10 +192,12 @@ def make_loader(args, rank, world_size, faults, epoch):
         length -= args.batch_size * int(short[1] or 2)  # this rank's shard file is shorter
     bad_key = faults.get("missing-key", rank)
     bad_label = faults.get("unknown-label", rank)
+    killed = faults.get("worker-killed", rank)
     dataset = ShardDataset(
         length, seed=1000 * epoch + rank,
         bad_index=bad_key[0] * args.batch_size + 3 if bad_key and epoch == 0 else None,
         bad_label_index=bad_label[0] * args.batch_size + 5 if bad_label and epoch == 0 else None,
+        kill_index=killed[0] * args.batch_size + 2 if killed and epoch == 0 else None,
     )
     log.info("epoch %d: rank %d shard has %d samples -> %d steps", epoch, rank, len(dataset), len(dataset) // args.batch_size)
     return DataLoader(dataset, batch_size=args.batch_size, shuffle=False, num_workers=args.num_workers, drop_last=True)
@@ -267,14 +273,18 @@ def resume(args, model, rank):
         dist.broadcast(tensor, src=0)
 
 
-def write_checkpoint(path: str, hidden: int = 64, truncate_to: float = 1.0) -> None:
-    """A checkpoint as an earlier run would have left it (the lab's preparation step)."""
+def write_checkpoint(path: str, hidden: int = 64, truncate_to: float = 1.0, with_config: bool = False) -> None:
+    """A checkpoint as an earlier run would have left it (the lab's preparation step). `with_config`: the
+    run's argparse namespace is pickled into it too, as many training scripts do."""
     torch.manual_seed(0)
     model = ToyNet(hidden=hidden)
     state = model.state_dict()
     ema = {key: value.clone() for key, value in state.items()}
     momentum = {key: torch.zeros_like(value) for key, value in state.items()}
-    torch.save({"model": state, "ema": ema, "momentum": momentum, "epoch": 3}, path)
+    checkpoint = {"model": state, "ema": ema, "momentum": momentum, "epoch": 3}
+    if with_config:
+        checkpoint["args"] = argparse.Namespace(lr=0.05, hidden=hidden, epochs=4)
+    torch.save(checkpoint, path)
     if truncate_to < 1.0:
         size = os.path.getsize(path)
         with open(path, "r+b") as handle:
@@ -295,6 +305,7 @@ def train(args):
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
     device = torch.device(f"cuda:{local_rank}" if args.device == "cuda" else "cpu")
     model = ToyNet(hidden=args.hidden, aux_head=args.aux_head).to(device)
+    model.attention_kernel = fused_attention_kernel(faults, rank)
     model.use_checkpointing = args.activation_checkpointing
     model.reentrant = not args.no_reentrant
     if args.resume:
@@ -311,6 +322,7 @@ def train(args):
     uploads = train_faults.start_upload_thread(log) if args.upload_thread else None
     open_metric_files = []  # the metrics writer keeps its handles (a leak nobody noticed)
     global_step = 0
+    carried_logits = None  # backward-twice: last step's logits, kept for a consistency term
     for epoch in range(args.epochs):
         loader = make_loader(args, rank, world_size, faults, epoch)
         steps = len(loader)
@@ -340,10 +352,25 @@ def train(args):
                 log.info("rank %d: syncing checkpoint to remote storage", rank)
                 time.sleep(float(faults.at("straggle", rank, step)))
                 log.info("rank %d: sync done", rank)
+            if faults.at("double-input", rank, step) is not None:
+                features = features.double()  # records from a new exporter decode as float64
+            if faults.at("alloc-limit", rank, step) is not None:
+                fire(args, "alloc-limit", rank)
+                train_faults.limit_address_space(512 << 20)  # this rank's container: ulimit -v
+                _pairwise = torch.empty(1 << 30)  # a batch-wide similarity buffer of 4 GiB
             model.inplace_gate = faults.at("inplace", rank, step) is not None and not args.out_of_place
             features, labels = features.to(device), labels.to(device)
-            logits = ddp_model(features)
+            if faults.at("no-grad", rank, step) is not None:
+                with torch.no_grad():  # a probe path that reuses the evaluation helper's no_grad
+                    logits = ddp_model(features)
+            else:
+                logits = ddp_model(features)
             loss = F.cross_entropy(logits, labels)
+            twice = faults.get("backward-twice", rank)
+            if twice and step >= twice[0] - 1:
+                if carried_logits is not None:  # its graph was freed by the last step's backward
+                    loss = loss + 0.1 * F.mse_loss(logits, carried_logits)
+                carried_logits = logits  # never detached
             if not torch.isfinite(loss):
                 log.error("non-finite loss %s at step %d on rank %d", loss.item(), step, rank)
                 raise FloatingPointError(f"Loss became infinite or NaN at iteration={step}!")
@@ -397,6 +424,14 @@ def train(args):
         log.info("rank %d: gathering final metrics from every rank", rank)
         dist.all_reduce(torch.ones(1))  # under `if rank == ...:` only: the others have left
     dist.destroy_process_group()
+
+
+def fused_attention_kernel(faults, rank):
+    """The fused attention kernel, where this node's image has it (a `missing-module` rank's does not)."""
+    if faults.get("missing-module", rank):
+        from flash_attn import flash_attn_func
+        return flash_attn_func
+    return None
 
 
 def end_of_epoch(args, rank, world_size, epoch, faults):

@@ -12,6 +12,7 @@ import mmap
 import os
 import platform
 import queue
+import resource
 import signal
 import socket
 import threading
@@ -128,3 +129,11 @@ def fetch_with_retry(url: str, log, tries: int = 5, delay: float = 0.2) -> bytes
                         exc_info=True)
             time.sleep(delay)
     raise AssertionError("unreachable")
+
+
+def limit_address_space(headroom: int) -> None:
+    """Cap this process's virtual memory `headroom` bytes above what it maps now, as `ulimit -v` in a
+    container does: the next large allocation fails with ENOMEM instead of being overcommitted."""
+    with open("/proc/self/status") as status:
+        mapped_kib = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
+    resource.setrlimit(resource.RLIMIT_AS, (mapped_kib * 1024 + headroom, resource.getrlimit(resource.RLIMIT_AS)[1]))
