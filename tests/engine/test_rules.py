@@ -102,6 +102,21 @@ def test_teardown_after_launcher_report_counts_its_sigterms_to_the_workers():
     assert [incident.failure_id for incident in decided.roots] == ["preempted-sigterm"]
 
 
+def test_teardown_after_own_failure_drops_the_signal_death_of_a_rank_that_had_lost_its_peer():
+    """srun reports `task 2: Aborted` after rank 2 printed that its Gloo peer closed the connection
+    (a C++ terminate while it tore down): not a native crash of its own; rank 3's, with no wait
+    before it, stays."""
+    lost = hit("collective-timeout-peer-crash", 30, rank=2, source="slurm.out", role="collateral", weight=0.5,
+               text="2: RuntimeError: Connection closed by peer [127.0.0.1]:27050")
+    teardown = hit("native-crash", 47, rank=2, source="slurm.out", role="symptom", weight=0.52,
+                   text="srun: error: vm: task 2: Aborted")
+    own = hit("native-crash", 12, rank=3, source="slurm.out", role="symptom", weight=0.52, text="3: Segmentation fault")
+    built = facts([own, lost, teardown])
+    decided = rule("teardown-after-own-failure").apply(built, start(built))
+    assert teardown not in decided.symptoms and own in decided.symptoms
+    assert rule("teardown-after-own-failure").apply(built, Decision(symptoms=(own,))) is None
+
+
 def test_outlived_by_progress_drops_an_error_the_same_rank_went_on_from():
     progress = stream(0, [(10, None, "download failed, retrying"), (20, None, "step 10 loss 2.1"), (30, None, "step 20 loss 1.9")])
     built = facts([hit("hub-unreachable", 10, rank=0, source="rank0.log")], activity=[progress])
@@ -211,6 +226,19 @@ def test_failed_unexplained_is_unknown_with_an_action():
 
 # primary ------------------------------------------------------------------------------------------
 
+def test_failed_unexplained_still_says_where_it_started_and_on_which_host():
+    """Rank 0 only lost its peer; srun reports task 0 first, then task 1: the failure started on rank
+    1 (not on the rank that waited), and srun's line names its host."""
+    from firstfault.pipeline import diagnose_texts
+
+    text = ("0: [rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection "
+            "closed by peer [127.0.0.1]:27050. This is typically caused by a remote worker crashing.\n"
+            "srun: error: node-7: task 0: Exited with exit code 1\nsrun: error: node-7: task 1: Exited with exit code 1\n")
+    diagnosis = diagnose_texts([("slurm-77.out", text)])
+    assert diagnosis.status == "unknown"
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (1, "node-7")
+
+
 def test_specific_symptom_over_generic_root_when_earlier():
     built = facts([hit("user-code-exception", 9, rank=0, weight=0.5, time=20.0),
                    hit("cuda-oom", 4, rank=1, role="symptom", weight=0.9, time=10.0)])
@@ -298,6 +326,52 @@ def test_hang_silent_first_the_only_logging_rank_that_went_off_to_work_alone():
     saved = facts([], activity=[logging_rank("checkpoint saved to ckpt/epoch0.pt"), quiet])
     decided = rule("hang-silent-first").apply(saved, hang)
     assert decided is None or decided.initiating.line.origin.rank != 0
+
+
+def _failure_table(entries) -> str:
+    """torchrun's failure table (torch 2.x layout) for (rank, exit code, signal) entries, first the root cause."""
+    def entry(index, rank, code, signal):
+        return (f"[{index}]:\n  time      : 2024-05-01_10:00:00\n  host      : node-a\n  rank      : {rank} (local_rank: {rank})\n"
+                f"  exitcode  : {code} (pid: {4000 + rank})\n  error_file: <N/A>\n"
+                f"  traceback : Signal {abs(int(code))} ({signal}) received by PID {4000 + rank}\n")
+    root, *others = entries
+    return ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n" + "=" * 60 + "\ntrain.py FAILED\n"
+            + "-" * 60 + "\nFailures:\n" + "".join(entry(i + 1, *e) for i, e in enumerate(others)) + "-" * 60
+            + "\nRoot Cause (first observed failure):\n" + entry(0, *root) + "=" * 60 + "\n")
+
+
+def test_hang_aborted_together_names_the_one_rank_its_launcher_only_stopped():
+    """Ranks 1-3 died of SIGABRT (the NCCL watchdog's abort, its timeout lines not pasted) and rank 0
+    was still running when the launcher stopped it: rank 0 is the rank the others waited for."""
+    from firstfault.pipeline import diagnose_texts
+
+    aborts = [(rank, "-6", "SIGABRT") for rank in (2, 1, 3)]
+    diagnosis = diagnose_texts([("console.log", _failure_table([*aborts, (0, "-15", "SIGTERM")]))])
+    assert diagnosis.primary.failure_id == "collective-timeout-straggler"
+    assert diagnosis.initiating.rank == 0
+    assert any(item.rule == "hang-aborted-together" for item in diagnosis.because)
+    # one abort is a native crash of one rank as far as the table tells (the others only stopped)
+    alone = diagnose_texts([("console.log", _failure_table([(2, "-6", "SIGABRT"), (0, "-15", "SIGTERM"),
+                                                             (1, "-15", "SIGTERM")]))])
+    assert alone.primary.failure_id != "collective-timeout-straggler"
+    # two ranks still running: which one the others waited for the table does not tell
+    two = diagnose_texts([("console.log", _failure_table([*aborts[:2], (0, "-15", "SIGTERM"), (3, "-15", "SIGTERM")]))])
+    assert not any(item.rule == "hang-aborted-together" for item in two.because)
+
+
+def test_hang_aborted_together_in_the_unpadded_table_of_torch_1_9():
+    """torch 1.9-1.10 printed the table unpadded (`rank: 3 (local_rank: 3)`, `msg: "Signal 6 ..."`):
+    its rows say which rank ended how, as the padded ones do."""
+    from firstfault.pipeline import diagnose_texts
+
+    def entry(index, rank, code, signal):
+        return (f"[{index}]:\n  time: 2021-08-14_11:52:40\n  rank: {rank} (local_rank: {rank})\n  exitcode: {code} (pid: {370 + rank})\n"
+                f'  error_file: <N/A>\n  msg: "Signal {abs(int(code))} ({signal}) received by PID {370 + rank}"\n')
+    table = ("Root Cause:\n" + entry(0, 3, "-6", "SIGABRT") + "=" * 39 + "\nOther Failures:\n"
+             + entry(1, 1, "-6", "SIGABRT") + entry(2, 0, "-15", "SIGTERM") + "*" * 39 + "\n")
+    diagnosis = diagnose_texts([("console.log", table)])
+    assert [(row.rank, row.ended) for row in diagnosis.ranks] == [(0, "stopped"), (1, "crashed"), (3, "crashed")]
+    assert (diagnosis.primary.failure_id, diagnosis.initiating.rank) == ("collective-timeout-straggler", 0)
 
 
 def test_hang_all_timed_out_names_no_rank():

@@ -470,13 +470,14 @@ def _task_hosts(matches: list[Match]) -> dict:
 
 
 TABLE_EXIT_ROW = "root-cause-exitcode-row"  # `exitcode  : -15 (pid: 90533)` of torchrun's failure table
+TABLE_RANK_ROW = "root-cause-rank-row"  # `rank      : 3 (local_rank: 3)`: which rank an entry is about
 
 
 def _table_rank_rows(matches: list[Match], row_name: str = "host-table-row") -> dict[tuple, int]:
     """(source, line of a `row_name` row) -> the rank of the same failure-table record (the rank
     row follows the host row, and precedes the exit-code row)."""
     ranks = {(m.line.origin.source, m.line.origin.line): int(m.captures["failed_rank"])
-             for m in matches if m.signature.name == "root-cause-rank-row" and "failed_rank" in m.captures}
+             for m in matches if m.signature.name == TABLE_RANK_ROW and "failed_rank" in m.captures}
     step = 1 if row_name == "host-table-row" else -1
     rows = {}
     for match in matches:

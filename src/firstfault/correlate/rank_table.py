@@ -15,7 +15,7 @@ from ..match.progress_lines import counter_of
 from ..model import Match, RankRow
 from .events import time_key
 from .hangs import is_disconnect, op_for
-from .identity import gpu_key, pid_key
+from .identity import TABLE_RANK_ROW, gpu_key, pid_key
 from .ids import CLOSING_SIGNAL, PEER_CRASH
 
 # How a rank ended, strongest evidence first: a rank with its own error "failed", and one that timed
@@ -153,7 +153,10 @@ def _ends_more(row: _Row, ending: str, match: Match) -> bool:
 
 
 def _ending_of(match: Match) -> str | None:
-    """How a failure line says its rank ended."""
+    """How a failure line says its rank ended (a failure table's rank row only says which rank an
+    entry is about: its exit code row says how)."""
+    if match.signature.name == TABLE_RANK_ROW:
+        return None
     if match.role == "collateral":
         if match.entry_id == PEER_CRASH or match.signature.core_class == PEER_CRASH:
             return "lost a peer" if is_disconnect(match) else "timed out"

@@ -84,23 +84,13 @@ def _unknown(facts: Facts, decision: Decision) -> Diagnosis:
 
     signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS]
     lines = sorted([*facts.collateral, *signs], key=time_key)[:EVIDENCE_LINES]
-    first = _first_failed(facts, signs)
-    return Diagnosis("unknown", None, evidence_of(first) if first else None,
+    first = evidence_of(decision.initiating) if decision.initiating else None
+    if first and decision.host and not first.host:
+        first = replace(first, host=decision.host)
+    return Diagnosis("unknown", None, first,
                      tuple(_collateral(list(facts.winners), "", None, facts)), (), facts.inputs,
                      decision.notes, tuple(evidence_of(m) for m in lines), because=decision.because,
                      action=decision.action)
-
-
-def _first_failed(facts: Facts, signs: list[Match]) -> Match | None:
-    """With no entry to explain it, still where the failure started: the launcher's first report
-    of a process that failed (not its own SIGTERM), else the earliest failure sign of a rank that
-    did not only lose a peer."""
-    reports = [m for m in facts.launcher_failures if m.line.origin.rank is not None]
-    if reports:
-        return min(reports, key=time_key)
-    victims = {m.line.origin.rank for m in facts.collateral}
-    own = [m for m in signs if m.line.origin.rank is not None and m.line.origin.rank not in victims]
-    return min(own, key=time_key) if own else None
 
 
 def with_core_classes(diagnosis: Diagnosis, facts: Facts) -> Diagnosis:

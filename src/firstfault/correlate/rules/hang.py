@@ -406,3 +406,36 @@ def stacks_differ(facts: Facts, decision: Decision) -> Decision | None:
               f"while {len(others)} waited in {where}")
     return hang_decision(facts, decision, "hang-stacks-differ", failure_id, rank, reason, odd[0].innermost,
                          [stack.innermost for stack in others[:2]])
+
+
+ABORT_CODES = ("-6", "134")  # SIGABRT as a launcher reports it: a negative signal number, or 128 + 6
+
+
+def _aborted(row) -> bool:
+    """Whether the line that says how the rank ended says it died of SIGABRT."""
+    match = row.ended_match
+    return row.ended == "crashed" and match is not None and (
+        str(match.captures.get("exitcode") or match.captures.get("code") or "") in ABORT_CODES
+        or match.captures.get("signal") == "SIGABRT")
+
+
+@rule("hang-aborted-together")
+def aborted_together(facts: Facts, decision: Decision) -> Decision | None:
+    """Several ranks died of SIGABRT, one other rank was only stopped by its launcher, and no line
+    states an error of its own (the watchdog's timeout lines cut from what was pasted): the NCCL
+    watchdog aborts every rank whose collective timed out, by design, so the aborts are those
+    timeouts, and the one rank still running when they fired was not in that collective."""
+    from ..ids import ABORT_SIGNATURES
+
+    if decision.roots or any(m.signature.key != ABORT_SIGNATURES[0] for m in decision.symptoms):
+        return None  # an error of its own, or a native crash said in words (a segfault, a C++ terminate)
+    rows = facts.rows
+    aborted = sorted(rank for rank, row in rows.items() if _aborted(row))
+    stopped = [rank for rank, row in rows.items() if row.ended == "stopped"]
+    other = [rank for rank, row in rows.items() if row.ended not in ("stopped", "unknown", "silent") and rank not in aborted]
+    if len(aborted) < 2 or len(stopped) != 1 or other:
+        return None
+    rank = stopped[0]
+    reason = (f"ranks {', '.join(map(str, aborted))} died of SIGABRT together, as the NCCL watchdog ends ranks whose "
+              f"collective timed out; rank {rank} was still running (its launcher stopped it): it was not in that collective")
+    return hang_decision(facts, decision, "hang-aborted-together", STRAGGLER, rank, reason, rows[rank].ended_match)

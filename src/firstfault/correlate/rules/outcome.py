@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 from ...match.context import ERROR_STATEMENT, FAILURE_SIGNATURES, LAUNCHER_FAILED
+from ...model import Match
+from ..events import time_key
 from ..facts import Facts
 from . import Decision, rule
 
@@ -105,7 +107,22 @@ def nothing_failed(facts: Facts, decision: Decision) -> Decision | None:
 
 @rule("failed-unexplained")
 def failed_unexplained(facts: Facts, decision: Decision) -> Decision:
-    """Something failed (a traceback, a non-zero exit) that no knowledge-base entry explains."""
+    """Something failed (a traceback, a non-zero exit) that no knowledge-base entry explains; where
+    it started is still told when the logs tell it (the host rules then name its host)."""
     signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS] or _live_signs(facts, decision)
     text = "something failed, but no knowledge-base entry explains it: the lines below are the most likely errors"
-    return decision.with_because("failed-unexplained", text, signs[:3], note=text, status="unknown", action="fix-and-rerun")
+    return decision.with_because("failed-unexplained", text, signs[:3], note=text, status="unknown", action="fix-and-rerun",
+                                 initiating=first_failed(facts, [m for m in facts.matches if m.signature.name in FAILURE_SIGNS]))
+
+
+def first_failed(facts: Facts, signs: list[Match]) -> Match | None:
+    """With no entry to explain it, still where the failure started: the launcher's first report
+    of a process that failed (not its own SIGTERM), one that did not only lose a peer where there is
+    one; else the earliest failure sign of a rank that did not only lose a peer."""
+    victims = {m.line.origin.rank for m in facts.collateral}
+    reports = [m for m in facts.launcher_failures if m.line.origin.rank is not None]
+    if reports:
+        return min([m for m in reports if m.line.origin.rank not in victims] or reports, key=time_key)
+    own = [m for m in signs if m.line.origin.rank is not None and m.line.origin.rank not in victims]
+    return min(own, key=time_key) if own else None
+

@@ -7,14 +7,14 @@ from .action import action_from_entry
 from .consequences import consequences, crash_took_down_peers
 from .host import host_of_rank, named_on_its_line, needs_host, only_host
 from .ending import job_finished, restarted_and_went_on
-from .hang import (after_the_end, all_timed_out, alone_in_barrier, different_collectives, first_collective, late_arrival,
+from .hang import (aborted_together, after_the_end, all_timed_out, alone_in_barrier, different_collectives, first_collective, late_arrival,
                    never_joined, p2p_redirected, sequence_behind, stacks_differ, step_behind)
 from .outcome import failed_unexplained, nothing_failed, survived_errors
 from .primary import earliest_root, specific_symptom, strongest_symptom
 from .progress import hang_unattributed, hung, outlived_by_progress, silent_first, stop_after_fault, stop_ended_hang
 from .rank import (complement, launcher_first, needs_rank, odd_one_out, only_process, rank_from_bus, rank_from_device_event,
                    rank_from_device_index, rank_from_pid, same_fault_nearby)
-from .teardown import (after_first_timeout, after_launcher_report, explained_by_another, loopback_across_hosts,
+from .teardown import (after_first_timeout, after_launcher_report, after_own_failure, explained_by_another, loopback_across_hosts,
                        waiting_for_failed_rank)
 
 
@@ -29,10 +29,10 @@ def _failure(facts: Facts, decision: Decision) -> bool:
 STAGES: tuple[Stage, ...] = (
     Stage("ending", (job_finished,), first_only=True),
     Stage("healthy", (survived_errors,), first_only=True, when=_undecided),
-    Stage("filter", (restarted_and_went_on, loopback_across_hosts, after_first_timeout, after_launcher_report, outlived_by_progress,
+    Stage("filter", (restarted_and_went_on, loopback_across_hosts, after_first_timeout, after_own_failure, after_launcher_report, outlived_by_progress,
                      stop_after_fault, stop_ended_hang, waiting_for_failed_rank, explained_by_another),
           when=_undecided),
-    Stage("primary", (specific_symptom, earliest_root, strongest_symptom), first_only=True, when=_undecided),
+    Stage("primary", (aborted_together, specific_symptom, earliest_root, strongest_symptom), first_only=True, when=_undecided),
     Stage("hang", (sequence_behind, different_collectives, stacks_differ, alone_in_barrier, late_arrival, never_joined,
                    step_behind, silent_first, first_collective, p2p_redirected, after_the_end,
                    all_timed_out, hang_unattributed), first_only=True, when=hung),

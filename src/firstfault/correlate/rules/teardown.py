@@ -4,7 +4,7 @@ from __future__ import annotations
 from ...model import Match
 from ..events import time_key
 from ..facts import Facts
-from ..ids import ABORT_SIGNATURES, CLOSING_SIGNAL
+from ..ids import ABORT_SIGNATURES, CLOSING_SIGNAL, NATIVE_CRASH
 from . import Decision, rule
 
 CONSEQUENCE_SLACK_SECONDS = 1.0  # clocks of different hosts; times carried forward from earlier lines
@@ -72,6 +72,39 @@ def after_first_timeout(facts: Facts, decision: Decision) -> Decision | None:
         and not (match.signature.key in ABORT_SIGNATURES and not _clearly_before(match, first)))
     return _dropping(decision, roots, symptoms, first, "teardown-after-first-timeout",
                      f"began after the first collective timeout (rank {first.line.origin.rank}): they are its consequences")
+
+
+def _after(match: Match, earlier: Match) -> bool:
+    """Whether `match` was printed after `earlier`: later in the same text, or clearly later in time."""
+    origin, other = match.line.origin, earlier.line.origin
+    if origin.source == other.source:
+        return origin.line > other.line
+    return _clearly_before(earlier, match)
+
+
+@rule("teardown-after-own-failure")
+def after_own_failure(facts: Facts, decision: Decision) -> Decision | None:
+    """A rank that had already failed waiting for a peer (a lost connection, a timeout) and then died
+    by a signal (a C++ `terminate` at exit, an abort while tearing down) died of the failure it was
+    part of: its signal death is not a first fault of its own."""
+    waited: dict = {}  # rank -> its first collateral line
+    for match in facts.collateral:
+        rank = match.line.origin.rank
+        if rank is not None and (rank not in waited or time_key(match) < time_key(waited[rank])):
+            waited[rank] = match
+
+    def teardown(match: Match) -> bool:
+        first = waited.get(match.line.origin.rank)
+        return match.entry_id == NATIVE_CRASH and first is not None and _after(match, first)
+
+    roots = tuple(incident for incident in decision.roots if not teardown(incident.first))
+    symptoms = tuple(match for match in decision.symptoms if not teardown(match))
+    example = next((m for m in (*decision.symptoms, *(i.first for i in decision.roots)) if teardown(m)), None)
+    if example is None:
+        return None
+    return _dropping(decision, roots, symptoms, waited[example.line.origin.rank], "teardown-after-own-failure",
+                     f"are signal deaths of ranks that had already failed waiting for a peer (e.g. rank "
+                     f"{example.line.origin.rank}): they died of that failure")
 
 
 @rule("teardown-after-launcher-report")
