@@ -155,11 +155,13 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
     identity = build_identity(matches, read, files.local_world, summary.ranks, files.hosts)
     # one process, unless something else shows: a rank above 0, a second host, a job size above
-    # one (launcher flags, init lines), or the lines other processes print when a peer fails
+    # one (launcher flags, init lines), torchrun (it starts as many processes as it was asked
+    # to, which the logs may not say), or the lines other processes print when a peer fails
     # (collective timeouts, a launcher stopping the others)
     single_process = (set(summary.ranks) | set(identity.ranks) <= {0} and len(summary.hosts) <= 1
                       and (identity.world is None or identity.world.size <= 1)
                       and (files.local_world or 1) <= 1
+                      and not any(item.id == "torchrun" for item in stack)
                       and not any(_peer_failed(match) for match in matches))
     diagnosis = correlate(matches, summary, single_process, source_lines, relations_of(kb or load_knowledge_base()),
                           stream_activity(read, matches, files), identity)

@@ -270,3 +270,20 @@ def test_a_shared_consoles_unlabelled_progress_is_not_given_to_the_one_rank_name
            "failed (exitcode: 1) local_rank: 2 (pid: 60214) of binary: /usr/bin/python3.11\n" + _TABLE_FOR_RANK_3.replace("rank      : 3 (local_rank: 3)", "rank      : 2 (local_rank: 2)"))
     rows = {row.rank: row for row in diagnose_paths([str(tmp_path)]).ranks}
     assert rows[2].last_step is None and rows[2].last_progress is None
+
+
+def test_a_torchrun_agent_with_no_rank_in_view_is_not_a_single_process_job():
+    """torchrun started the job, so it ran as many processes as the logs do not say: a failure no
+    line ties to a rank names none (it was read as "the only process, rank 0"); a plain python
+    process that failed alone is still rank 0."""
+    from firstfault.pipeline import diagnose_texts
+
+    agent = ('  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py", line 923, in _invoke_run\n'
+             "    time.sleep(monitor_interval)\n"
+             "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4137 got signal: 15\n")
+    cancel = "slurmstepd: error: *** JOB 895902 ON gpu-a07 CANCELLED AT 2026-12-03T07:03:24 DUE TO TIME LIMIT ***\n"
+    stopped = diagnose_texts([("console.log", agent), ("slurm-895902.out", cancel)])
+    assert stopped.primary.failure_id == "preempted-sigterm" and stopped.initiating.rank is None
+    alone = diagnose_texts([("train.log", "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+                                          "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")])
+    assert alone.initiating.rank == 0
