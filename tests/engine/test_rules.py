@@ -354,9 +354,16 @@ def test_hang_aborted_together_names_the_one_rank_its_launcher_only_stopped():
     alone = diagnose_texts([("console.log", _failure_table([(2, "-6", "SIGABRT"), (0, "-15", "SIGTERM"),
                                                              (1, "-15", "SIGTERM")]))])
     assert alone.primary.failure_id != "collective-timeout-straggler"
-    # two ranks still running: which one the others waited for the table does not tell
+    # two ranks still running: some aborts may follow a peer's failure (NCCL's error handling aborts too)
     two = diagnose_texts([("console.log", _failure_table([*aborts[:2], (0, "-15", "SIGTERM"), (3, "-15", "SIGTERM")]))])
     assert not any(item.rule == "hang-aborted-together" for item in two.because)
+    # every rank in view aborted: a collective timed out, and which rank was late is not told (the
+    # host is the job's one host, not the first abort's)
+    every = diagnose_texts([("console.log", _failure_table(aborts))])
+    assert every.primary.failure_id == "collective-timeout-straggler"
+    assert (every.initiating.rank, every.initiating.host) == (None, "node-a")
+    assert any(item.rule == "host-only-one" for item in every.because)
+    assert any(item.rule == "hang-aborted-together" for item in every.because)
 
 
 def test_hang_aborted_together_in_the_unpadded_table_of_torch_1_9():

@@ -412,19 +412,25 @@ ABORT_CODES = ("-6", "134")  # SIGABRT as a launcher reports it: a negative sign
 
 
 def _aborted(row) -> bool:
-    """Whether the line that says how the rank ended says it died of SIGABRT."""
+    """Whether the line that says how the rank ended says it died of SIGABRT (an exit code or signal
+    of the launcher's table, or the abort line itself)."""
+    from ..ids import ABORT_SIGNATURES
+
     match = row.ended_match
-    return row.ended == "crashed" and match is not None and (
+    return row.ended in ("crashed", "failed") and match is not None and (
         str(match.captures.get("exitcode") or match.captures.get("code") or "") in ABORT_CODES
-        or match.captures.get("signal") == "SIGABRT")
+        or match.captures.get("signal") == "SIGABRT" or match.signature.key == ABORT_SIGNATURES[0])
 
 
 @rule("hang-aborted-together")
 def aborted_together(facts: Facts, decision: Decision) -> Decision | None:
-    """Several ranks died of SIGABRT, one other rank was only stopped by its launcher, and no line
-    states an error of its own (the watchdog's timeout lines cut from what was pasted): the NCCL
-    watchdog aborts every rank whose collective timed out, by design, so the aborts are those
-    timeouts, and the one rank still running when they fired was not in that collective."""
+    """Several ranks died of SIGABRT and no line states an error of their own (the watchdog's timeout
+    lines cut from what was pasted): a launcher stops the others at the first death (SIGTERM), so
+    ranks that aborted by themselves at once were not killed by a peer's death but ended by the NCCL
+    watchdog, which aborts every rank whose collective timed out. The one rank still running when
+    they fired (its launcher only stopped it) was not in that collective; with none, which rank was
+    late the logs do not say. (With several still running, some ranks' aborts may follow a peer's
+    failure, as NCCL's error handling also aborts: the rule does not apply.)"""
     from ..ids import ABORT_SIGNATURES
 
     if decision.roots or any(m.signature.key != ABORT_SIGNATURES[0] for m in decision.symptoms):
@@ -433,9 +439,14 @@ def aborted_together(facts: Facts, decision: Decision) -> Decision | None:
     aborted = sorted(rank for rank, row in rows.items() if _aborted(row))
     stopped = [rank for rank, row in rows.items() if row.ended == "stopped"]
     other = [rank for rank, row in rows.items() if row.ended not in ("stopped", "unknown", "silent") and rank not in aborted]
-    if len(aborted) < 2 or len(stopped) != 1 or other:
-        return None
+    if len(aborted) < 2 or other or len(stopped) > 1:
+        return None  # (several still running: the aborts may be some ranks' end after a peer's failure)
+    together = f"ranks {', '.join(map(str, aborted))} died of SIGABRT together, as the NCCL watchdog ends ranks whose collective timed out"
+    if not stopped:  # the line it points at is an abort's: its rank and host are not the answer
+        anchor = rows[aborted[0]].ended_match
+        anchor = replace(anchor, line=replace(anchor.line, origin=replace(anchor.line.origin, rank=None, host=None)))
+        return hang_decision(facts, decision, "hang-aborted-together", STRAGGLER, None,
+                             f"{together}; which rank they waited for the logs do not say", anchor)
     rank = stopped[0]
-    reason = (f"ranks {', '.join(map(str, aborted))} died of SIGABRT together, as the NCCL watchdog ends ranks whose "
-              f"collective timed out; rank {rank} was still running (its launcher stopped it): it was not in that collective")
+    reason = f"{together}; rank {rank} was still running (its launcher stopped it): it was not in that collective"
     return hang_decision(facts, decision, "hang-aborted-together", STRAGGLER, rank, reason, rows[rank].ended_match)
