@@ -141,6 +141,7 @@ class InputSummary:
     timed: bool = True  # False when cross-file order had to fall back to file order
     first_time: float | None = None  # the earliest and latest times the logs' lines carry (None: no times)
     last_time: float | None = None
+    spans: tuple[tuple[str, float, float], ...] = ()  # (file, its first time, its last time) of each timed file
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,8 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
         timed=all(scan.last_time is not None for scan in read),
         first_time=min((scan.first_time for scan in read if scan.first_time is not None), default=None),
         last_time=max((scan.last_time for scan in read if scan.last_time is not None), default=None),
+        spans=tuple((scan.input.display, scan.first_time, scan.last_time) for scan in read
+                    if scan.first_time is not None and scan.last_time is not None),
     )
     source_lines = {scan.input.display: scan.stats.lines for scan in read}
     identity = build_identity(matches, read, files.local_world, summary.ranks, files.hosts)

@@ -743,6 +743,59 @@ def test_job_finished_is_not_a_recovery_when_the_failure_lasted_to_the_end():
     assert rule("job-finished").apply(built, start(built)) is None
 
 
+def test_job_finished_in_another_run_kept_beside_the_failed_one_is_no_recovery():
+    """A folder with the failed run's console and a later run's (or sacct's account of another job):
+    the other run's finish does not speak for a failure whose file ended before that run began."""
+    oom = hit("cuda-oom", 10, source="console.log", time=1000.0, role="symptom")
+    done = context("job-succeeded", 48, source="rerun/console.log", time=2000.0, text="training finished after 16 steps")
+    sacct = context("job-succeeded", 3, source="rerun/sacct.txt", text="7712034.0     COMPLETED        1   gpu-c07   02:57:30      0:0")
+
+    def summary(spans):
+        return InputSummary(files=("console.log", "rerun/console.log", "rerun/slurm-7712034.out"), spans=spans)
+
+    apart = (("console.log", 990.0, 1010.0), ("rerun/console.log", 1900.0, 2000.0), ("rerun/slurm-7712034.out", 1900.0, 2000.0))
+    for finish in (done, sacct):
+        matches = [oom, finish]
+        built = build_facts(matches, summary(apart), False, None, RELATIONS, (), build_identity(matches))
+        assert rule("job-finished").apply(built, start(built)) is None
+    together = (("console.log", 990.0, 1010.0), ("rerun/console.log", 900.0, 2000.0), ("rerun/slurm-7712034.out", 900.0, 2000.0))
+    for finish in (done, sacct):
+        matches = [oom, finish]
+        built = build_facts(matches, summary(together), False, None, RELATIONS, (), build_identity(matches))
+        assert rule("job-finished").apply(built, start(built)).status == "healthy"
+
+
+def test_job_finished_of_a_rerun_in_the_same_folder_end_to_end():
+    """The folder as engineers keep it: the failed run's console and the rerun's, which finished."""
+    from firstfault.pipeline import diagnose_texts
+
+    failed = ("[default1]:2026-12-02 18:22:30,101 INFO train: epoch 0 step 3/8 loss 1.3\n"
+              "[default1]:[rank1]: OSError: [Errno 28] No space left on device\n"
+              "E1202 18:22:34.300000 411 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+              "local_rank: 1 (pid: 433) of binary: /usr/bin/python3\n")
+    rerun = ("[default0]:2026-12-02 18:23:02,500 INFO train: epoch 0 step 1/8 loss 1.4\n"
+             "[default0]:2026-12-02 18:23:07,853 INFO train: training finished after 16 steps\n")
+    diagnosis = diagnose_texts([("console.log", failed), ("rerun/console.log", rerun)])
+    assert diagnosis.status == "failure" and diagnosis.primary.failure_id == "disk-full"
+    assert diagnosis.initiating.rank == 1
+
+
+def test_finished_after_it_drops_the_errors_a_run_finished_after_in_its_own_file():
+    """A previous run kept beside the failed one caught an ImportError and finished: its error is
+    what it recovered from, not a rival to the failed run's OOM; a finish with `loss nan` to the
+    last step recovered from nothing."""
+    caught = hit("python-import-error", 5, source="previous/console.log", role="root", weight=0.7, time=100.0)
+    done = context("job-succeeded", 48, source="previous/console.log", time=160.0, text="training finished after 16 steps")
+    oom = hit("cuda-oom", 30, rank=1, source="console.log", role="root", time=500.0)
+    built = facts([caught, done, oom])
+    decided = rule("finished-after-it").apply(built, start(built))
+    assert [i.failure_id for i in decided.roots] == ["cuda-oom"]
+    nan = hit("loss-nan", 47, source="previous/console.log", role="symptom", text="0: epoch 4 step 100/100 loss nan")
+    tail = stream(0, [(47, 150.0, "0: epoch 4 step 100/100 loss nan")], source="previous/console.log")
+    built = facts([nan, done, oom], activity=[tail])
+    assert rule("finished-after-it").apply(built, start(built)) is None
+
+
 def test_restarted_and_went_on_drops_the_errors_before_the_restart():
     crash = hit("nccl-remote-error", 306, rank=0, source="agent.log", role="symptom")
     restart = context("job-restarted", 358, source="agent.log",

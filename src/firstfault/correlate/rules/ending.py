@@ -7,6 +7,7 @@ healthy: it was stopped, and when it had gone quiet first it hung.
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 
 from ...match.context import FAILURE_SIGNATURES, HANG_STACK_MARKER, JOB_INTERRUPTED, JOB_RESTARTED, JOB_SUCCEEDED
 from ...match.progress_lines import is_progress
@@ -39,6 +40,35 @@ def _before(earlier: Match, later: Match) -> bool | None:
     if first.time is not None and second.time is not None and not second.time_inherited:
         return first.time <= second.time
     return None
+
+
+RUN_GAP_SECONDS = 1.0  # files of one run overlap in time; a file that began after another ended (clocks: 1 s) is another run's
+
+
+_JOB_ID = re.compile(r"\s*(\d+)")
+
+
+def _run_file(facts: Facts, finish: Match) -> str:
+    """The file whose run a finish line speaks for: its own; for sacct's account of a job, that
+    job's output file (`slurm-<id>.out`) when it is among the inputs."""
+    job = _JOB_ID.match(finish.line.text) if _is_accounting(finish) else None
+    if job is not None:
+        named = re.compile(rf"(?<!\d){job.group(1)}(?!\d)")
+        for source, _first, _last in facts.inputs.spans:
+            if named.search(PurePath(source).name):
+                return source
+    return finish.line.origin.source
+
+
+def _same_run(spans: dict, failure: Match, finished_in: str) -> bool:
+    """Whether a finish line of the file `finished_in` can speak for a failure of another file: not
+    when the two files' times do not overlap (a later or earlier run kept beside the failed one: its
+    success says nothing about the run that failed)."""
+    failed_in = failure.line.origin.source
+    if failed_in == finished_in or failed_in not in spans or finished_in not in spans:
+        return True
+    (failed_from, failed_to), (finished_from, finished_to) = spans[failed_in], spans[finished_in]
+    return finished_from <= failed_to + RUN_GAP_SECONDS and failed_from <= finished_to + RUN_GAP_SECONDS
 
 
 def _failures(facts: Facts) -> list[Match]:
@@ -87,16 +117,42 @@ def job_finished(facts: Facts, decision: Decision) -> Decision | None:
         return None
     last = max(finished, key=lambda m: (_is_accounting(m), time_key(m)))
     failures = _failures(facts)
+    spans = {source: (first, end) for source, first, end in facts.inputs.spans}
+    run = _run_file(facts, last)
     for failure in failures:
-        order = True if _is_accounting(last) else _before(failure, last)
+        order = (True if _is_accounting(last) else _before(failure, last)) and _same_run(spans, failure, run)
         if not order:
-            return None  # something failed after it, or nothing says it came first
+            return None  # something failed after it, or nothing says it came first, or in another run
     if _last_progress_failed(facts, last):
         return None
     text = f"the job finished ({last.line.text.strip()[:100]!r})"
     if failures:
         text += f" after the {len(failures)} error line(s) it printed: it recovered from them"
     return decision.with_because("job-finished", text, [last, *failures[:2]], note=text, status="healthy")
+
+
+@rule("finished-after-it")
+def finished_after_it(facts: Facts, decision: Decision) -> Decision | None:
+    """Errors a run finished after (its finish line later in the same file) are what that run
+    recovered from, even where another run kept beside it failed: a previous run's caught errors
+    are not this failure's cause."""
+    finished = [m for m in facts.matches if m.signature.name == JOB_SUCCEEDED and not _is_accounting(m)
+                and not _last_progress_failed(facts, m)]  # (`loss nan` to the last step: it did not recover)
+    if not finished:
+        return None
+
+    def recovered(match: Match) -> bool:
+        return any(match.line.origin.source == finish.line.origin.source and match.line.origin.line < finish.line.origin.line
+                   for finish in finished)
+
+    roots = tuple(incident for incident in decision.roots if not recovered(incident.matches[-1]))
+    symptoms = tuple(match for match in decision.symptoms if not recovered(match))
+    dropped = len(decision.roots) - len(roots) + len(decision.symptoms) - len(symptoms)
+    if not dropped:
+        return None
+    finish = next(f for f in finished if any(recovered(m) for m in (*decision.symptoms, *(i.matches[-1] for i in decision.roots))))
+    text = f"{dropped} error(s) came before the finish of their own run ({finish.line.text.strip()[:90]!r}): it recovered from them"
+    return decision.with_because("finished-after-it", text, [finish], roots=roots, symptoms=symptoms)
 
 
 def _went_on_after(facts: Facts, restart: Match) -> list:

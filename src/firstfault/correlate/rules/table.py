@@ -6,7 +6,7 @@ from . import Decision, Stage, run_stage
 from .action import action_from_entry
 from .consequences import consequences, crash_took_down_peers
 from .host import host_of_rank, named_on_its_line, needs_host, only_host
-from .ending import job_finished, restarted_and_went_on
+from .ending import finished_after_it, job_finished, restarted_and_went_on
 from .hang import (aborted_together, after_the_end, all_timed_out, alone_in_barrier, different_collectives, first_collective, late_arrival,
                    never_joined, p2p_redirected, sequence_behind, stacks_differ, step_behind)
 from .outcome import failed_unexplained, nothing_failed, survived_errors
@@ -29,7 +29,7 @@ def _failure(facts: Facts, decision: Decision) -> bool:
 STAGES: tuple[Stage, ...] = (
     Stage("ending", (job_finished,), first_only=True),
     Stage("healthy", (survived_errors,), first_only=True, when=_undecided),
-    Stage("filter", (restarted_and_went_on, loopback_across_hosts, after_first_timeout, after_own_failure, after_launcher_report, outlived_by_progress,
+    Stage("filter", (restarted_and_went_on, finished_after_it, loopback_across_hosts, after_first_timeout, after_own_failure, after_launcher_report, outlived_by_progress,
                      stop_after_fault, stop_ended_hang, waiting_for_failed_rank, explained_by_another),
           when=_undecided),
     Stage("primary", (aborted_together, specific_symptom, earliest_root, strongest_symptom), first_only=True, when=_undecided),
