@@ -469,6 +469,21 @@ def test_rank_only_process():
     assert rule("rank-only-process").apply(several, _decided(bare, several)) is None
 
 
+def test_rank_only_process_not_from_the_kernel_s_lines_alone():
+    """A dmesg with one Xid or OOM kill is the host's account of some process: no process line is in
+    view, so it is no 'only process, rank 0'; beside the process's own `Killed` line it is."""
+    xid = hit("gpu-fallen-off-bus", 1, source="dmesg.txt",
+              text="[ 8812.120431] NVRM: Xid (PCI:0000:3b:00): 79, pid=4321, name=python3, GPU has fallen off the bus.")
+    oom = hit("host-oom-killed", 1, source="journal.txt",
+              text="Dec 05 12:56:08 gpu-node-3 kernel: Out of memory: Killed process 4321 (python3) total-vm:98765432kB")
+    for line in (xid, oom):
+        built = facts([line], single=True)
+        assert rule("rank-only-process").apply(built, _decided(line, built)) is None
+    own = hit("host-oom-killed", 40, source="train.log", role="symptom", text="train.sh: line 10: 4321 Killed  python train.py")
+    built = facts([oom, own], single=True)
+    assert rule("rank-only-process").apply(built, _decided(oom, built)).rank == 0
+
+
 def test_rank_launcher_first_ignores_its_own_sigterms():
     bare = hit("cuda-oom", 10)
     sigterm = context("launcher-failed", 20, rank=0, captures={"code": "-15", "local": "0"}, time=5.0)

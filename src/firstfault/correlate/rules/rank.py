@@ -51,6 +51,17 @@ def _same_event(facts: Facts, initiating: Match) -> list[Match]:
     return [initiating, *sorted(following, key=lambda m: m.line.origin.line)]
 
 
+# the kernel's and the GPU driver's own lines: dmesg's `[ 1234.567]`, journald's `host kernel: `,
+# NVRM's, the OOM killer's
+_KERNEL_LINE = re.compile(r"\bkernel: |\bNVRM: |^\s*\[\s*\d+\.\d+\] |\bKilled process \d+|\boom-kill:|invoked oom-killer")
+
+
+def _host_level(match: Match) -> bool:
+    """A kernel or driver line about a process or a GPU (an Xid naming a PCI bus, the OOM killer
+    naming a pid), not a line the process wrote."""
+    return bus_of(match) is not None or _KERNEL_LINE.search(match.line.text) is not None
+
+
 def _pid_named(match: Match) -> int | None:
     captured = str(match.captures.get("pid", ""))
     if captured.isdigit():
@@ -180,8 +191,12 @@ def same_fault_nearby(facts: Facts, decision: Decision) -> Decision | None:
 
 @rule("rank-only-process")
 def only_process(facts: Facts, decision: Decision) -> Decision | None:
-    """One process only (no rank above 0, one host, no peer failing): it is rank 0."""
+    """One process only (no rank above 0, one host, no peer failing): it is rank 0. Not when every
+    failure line is the kernel's account of some process or GPU (an OOM kill, an Xid): no line of a
+    process is in view, so which rank it was nothing says."""
     if not facts.single_process:
+        return None
+    if all(_host_level(m) for m in (decision.initiating, *(m for m in facts.matches if m.role != "context"))):
         return None
     return _named(decision, "rank-only-process", 0, "is the only process", [decision.initiating])
 
