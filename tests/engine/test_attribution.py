@@ -30,6 +30,11 @@ ASSERT = "RuntimeError: CUDA error: device-side assert triggered"
     ("[pod/x/y]RuntimeError: x", None, None, None),
     ("Epoch1: loss 2.0", None, None, None),
     ("RuntimeError: CUDA error", None, None, None),
+    # journald's record of a service's output (`journalctl -u`, default and -o short-iso), outermost
+    ("Dec  5 12:00:00 gpu-node-3 python3[4100]: [default1]:[rank5]: RuntimeError: x", 5, 1, "gpu-node-3"),
+    ("2026-12-05T12:00:00+0000 gpu-node-3 torchrun[4100]: 3: RuntimeError: x", 3, None, "gpu-node-3"),
+    # not one: a logger's own time and level (no host, no ident[pid])
+    ("Dec 05 12:00:00 INFO train: [rank5]: step 10", None, None, None),
 ])
 def test_line_prefixes(line, rank, local, host):
     prefix = parse_prefix(line)
@@ -171,3 +176,15 @@ def test_a_vllm_error_line_keeps_its_own_time():
            "VllmWorkerProcess while processing method execute_model: CUDA error: an illegal memory access was encountered\n")
     diagnosis = diagnose_texts([("vllm.log", log)])
     assert iso_time(diagnosis.initiating.time) == "2025-08-26T17:03:35.000"
+
+
+def test_a_journald_record_of_a_job_reads_as_the_job_s_own_lines(tmp_path):
+    """`journalctl -u train` of a torchrun service: the rank behind journald's host and pid is read."""
+    lines = ["[default0]:[rank0]: RuntimeError: [../gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.1.22]:6011",
+             "[default1]:[rank1]: Traceback (most recent call last):",
+             "[default1]:[rank1]: " + ASSERT]
+    (tmp_path / "journal-train.txt").write_text("".join(f"Dec  5 12:00:0{i} gpu-node-3 python3[4100]: {line}\n"
+                                                        for i, line in enumerate(lines)))
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "cuda-device-side-assert"
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (1, "gpu-node-3")

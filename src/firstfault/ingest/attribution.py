@@ -5,7 +5,8 @@ Line prefixes (they nest, outermost first): `srun --label` (`3: `), Open MPI / H
 --prefix` (`[pod/<pod>/<container>] `, the pod is the host), pdsh/DeepSpeed host
 (`node-7: `), torchrun `--tee` (`[default3]:` = role + LOCAL rank), the c10d excepthook
 (`[rank3]:` = GLOBAL rank), Ray actor prefixes (`(RayTrainWorker pid=12, ip=10.0.0.5)`), NCCL
-(`host:pid:tid [local_rank] NCCL INFO`), syslog (`Dec  2 16:46:31 host kernel:`).
+(`host:pid:tid [local_rank] NCCL INFO`), syslog (`Dec  2 16:46:31 host kernel:`), journald's record of a
+process's output (`Dec  5 12:00:00 host python3[4100]: `, outermost).
 Paths: `rank3.log`, `rank-03.err`, `worker-3`, `*_rank_3_*`, `node1.log`, torchrun `--log-dir`
 (`attempt_N/<local_rank>/stderr.log`), host-named folders and files.
 """
@@ -28,6 +29,11 @@ _LOCAL = re.compile(r"\[([A-Za-z_][A-Za-z_-]*?)(\d{1,4})\]:")
 _RAY = re.compile(r"\((?:[A-Za-z_][\w.]*,? )?(?:(?:TP|PP|DP|EP|rank)[ =]?(?P<index>\d{1,4}),? )?pid=\d+(?:, ip=(?P<ip>[\d.]+))?\)\s?")
 # NCCL's own prefix; WARN lines put the source location before `NCCL` (`[0] net_ib.cc:1296 NCCL WARN`)
 _NCCL = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d{1,3})\] (?:[\w./-]{1,80}:\d{1,6} )?NCCL ")
+# journald's (and syslog's) record of a process's output: `Dec  5 12:00:00 gpu-node-3 python3[4100]: `
+# (`journalctl` default), `2026-12-05T12:00:00+0000 gpu-node-3 python3[4100]: ` (`-o short-iso`):
+# the host, then the line as the process wrote it (its launcher prefix next)
+_JOURNAL = re.compile(r"(?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d{1,6})?|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)"
+                      r" (?P<host>[A-Za-z0-9][\w.-]{0,62}) [\w./@-]{1,64}\[\d{1,10}\]: ")
 _SYSLOG_HOST = re.compile(
     r"(?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-][\d:]+)?) (\S+) (?:kernel|slurmd|slurmstepd|systemd)")
 _RANK_IN_TEXT = re.compile(r"\b(?:on |global )?[Rr]ank[ =:]\s?(\d{1,6})\b|\[rank(\d{1,6})\]")
@@ -81,6 +87,9 @@ def parse_prefix(line: str) -> LinePrefix:
     rank = local_rank = task = None
     host = None
     position = 0
+    match = _JOURNAL.match(line)
+    if match:
+        host, position = match.group("host"), match.end()
     for _ in range(6):
         match = _SRUN.match(line, position)
         if match and task is None and rank is None:
