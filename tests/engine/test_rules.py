@@ -440,6 +440,22 @@ def test_odd_one_out_picks_the_rank_whose_own_collective_differs():
     assert decided.initiating.line.origin.rank == 2
 
 
+def test_mismatch_no_odd_one_when_two_reports_disagree_and_nothing_breaks_the_tie():
+    """Only rank 0's and rank 2's reports are in view, each with its own collective: the first
+    printed is not the one that started it; with a third agreeing with rank 0, rank 2 is odd."""
+    text = "Rank {r} is running collective: CollectiveFingerPrint(OpType=ALLREDUCE, TensorShape=[{n}]), but Rank 9 is running collective: x"
+
+    def report(r, n):
+        return hit("collective-mismatch", 4, rank=r, source=f"rank{r}.log", text=text.format(r=r, n=n))
+    pair = [report(0, 3), report(2, 4)]
+    built = facts(pair)
+    decided = rule("mismatch-no-odd-one").apply(built, _decided(pair[0], built))
+    assert decided.rank_decided and decided.initiating.line.origin.rank is None
+    three = [*pair, report(1, 3)]
+    built = facts(three)
+    assert rule("mismatch-no-odd-one").apply(built, _decided(three[0], built)) is None
+
+
 def test_rank_from_pid():
     killed = hit("host-oom-killed", 2, source="dmesg.txt", text="Out of memory: Killed process 88124 (python3)")
     worker = Link((pid_key(88124), rank_key(5)), how="the launcher's report names the rank's pid", where=("a.log", 3))

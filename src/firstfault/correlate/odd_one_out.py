@@ -13,15 +13,27 @@ _OWN_DESCRIPTION = re.compile(r"is running collective: (CollectiveFingerPrint\([
 _RANK_WORDS = re.compile(r"\b[Rr]ank \d+\b")
 
 
-def odd_rank(matches: list[Match]) -> int | None:
-    """The single rank whose self-description differs from a majority of at least two."""
+def _descriptions(matches: list[Match]) -> dict[str, set[int]]:
+    """Each distinct self-description, with the ranks that gave it."""
     described: dict[str, set[int]] = defaultdict(set)
     for match in matches:
         rank = match.line.origin.rank
         found = _OWN_DESCRIPTION.search(match.line.text)
-        if rank is None or not found:
-            continue
-        described[_RANK_WORDS.sub("", found.group(1))].add(rank)
+        if rank is not None and found:
+            described[_RANK_WORDS.sub("", found.group(1))].add(rank)
+    return described
+
+
+def no_odd_one(matches: list[Match]) -> bool:
+    """Ranks describe different collectives but none is alone against a majority (one against one,
+    two against two): which of them started it the reports do not say."""
+    described = _descriptions(matches)
+    return len(described) >= 2 and odd_rank(matches) is None
+
+
+def odd_rank(matches: list[Match]) -> int | None:
+    """The single rank whose self-description differs from a majority of at least two."""
+    described = _descriptions(matches)
     if len(described) < 2:
         return None
     groups = sorted(described.values(), key=len)

@@ -11,8 +11,9 @@ from ..identity import bus_key, pid_key
 from ..events import time_key
 from ..facts import Facts, SIGTERM_CODES
 from ..ids import EXTERNAL_STOP, SIGNAL_DEATHS, STRAGGLER
-from ..odd_one_out import odd_rank
+from ..odd_one_out import no_odd_one, odd_rank
 from . import Decision, rule
+from .hang import with_rank
 
 SAME_EVENT_LINES = 20  # lines of the same failure just after the initiating one
 SAME_FAULT_LINES = 200
@@ -41,6 +42,23 @@ def odd_one_out(facts: Facts, decision: Decision) -> Decision | None:
     initiating = min((match for match in own if match.line.origin.rank == odd), key=time_key)
     text = f"every rank reported the disagreement; rank {odd} is the one whose own collective differs from the others'"
     return decision.with_because("odd-one-out", text, [initiating], note=text, initiating=initiating)
+
+
+@rule("mismatch-no-odd-one")
+def mismatch_no_odd_one(facts: Facts, decision: Decision) -> Decision | None:
+    """Ranks reported the disagreement with different collectives of their own, none alone against a
+    majority (rank 0's against rank 2's, the other reports cut): the first report printed is not
+    the rank that started it, and which one did the reports do not say."""
+    if decision.initiating is None or decision.rank_decided:
+        return None
+    own = [match for match in facts.winners if match.entry_id == decision.primary]
+    if not no_odd_one(own):
+        return None
+    ranks = sorted({m.line.origin.rank for m in own if m.line.origin.rank is not None})
+    text = (f"ranks {', '.join(map(str, ranks))} each describe a different collective of their own and none is alone "
+            "against the others: which rank started it the reports do not say")
+    return decision.with_because("mismatch-no-odd-one", text, [decision.initiating], note=text,
+                                 initiating=with_rank(decision.initiating, None), rank_decided=True)
 
 
 def _same_event(facts: Facts, initiating: Match) -> list[Match]:
