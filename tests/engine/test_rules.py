@@ -825,6 +825,14 @@ def test_finished_after_it_drops_the_errors_a_run_finished_after_in_its_own_file
     tail = stream(0, [(47, 150.0, "0: epoch 4 step 100/100 loss nan")], source="previous/console.log")
     built = facts([nan, done, oom], activity=[tail])
     assert rule("finished-after-it").apply(built, start(built)) is None
+    # one console: rank 1 failed, rank 0 printed its finish, then the launcher reported rank 1's
+    # exit: that file did not finish, and rank 1's error stays
+    crash = hit("disk-full", 20, rank=1, source="console.log", role="root")
+    finish = context("job-succeeded", 30, rank=0, source="console.log", text="[default0]: training finished after 16 steps")
+    report = context("launcher-failed", 40, source="console.log", captures={"code": "1"},
+                     text="failed (exitcode: 1) local_rank: 1 (pid: 433) of binary: /usr/bin/python3")
+    built = facts([crash, finish, report])
+    assert rule("finished-after-it").apply(built, start(built)) is None
 
 
 def test_restarted_and_went_on_drops_the_errors_before_the_restart():

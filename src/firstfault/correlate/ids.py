@@ -22,7 +22,8 @@ SIGNAL_DEATHS = (HOST_OOM, NATIVE_CRASH)
 
 # Aborts (SIGABRT) are also how the NCCL watchdog ends a rank after a collective timeout: with a
 # timeout in the job, these signatures are its teardown, not a native crash of their own.
-ABORT_SIGNATURES = ("native-crash/abort-core-dumped", "native-crash/cpp-terminate")
+ABORT_CORE_DUMPED = "native-crash/abort-core-dumped"  # the abort itself, as a shell or launcher reports it
+ABORT_SIGNATURES = (ABORT_CORE_DUMPED, "native-crash/cpp-terminate")
 
 # torchrun's `Sending process P closing signal SIGTERM` (torchelastic-child-failed): the agent is
 # stopping its workers, and the line names the pid of each

@@ -56,11 +56,7 @@ def diagnosis_of(facts: Facts, decision: Decision) -> Diagnosis:
     if decision.status == "unknown":
         return _unknown(facts, decision)
     initiating_match = decision.initiating
-    initiating = evidence_of(initiating_match)
-    if initiating.rank is None and decision.rank is not None:
-        initiating = replace(initiating, rank=decision.rank)
-    if decision.host and not initiating.host:
-        initiating = replace(initiating, host=decision.host)
+    initiating = _initiating_evidence(decision)
     winners = list(facts.winners)
     if not facts.inputs.timed and len(facts.inputs.files) > 1 and len({m.line.origin.source for m in winners}) > 1:
         notes.append("some files carry no timestamps: the order across files is uncertain, so the first fault is judged by file order there")
@@ -79,15 +75,22 @@ def diagnosis_of(facts: Facts, decision: Decision) -> Diagnosis:
     return with_core_classes(diagnosis, facts)
 
 
+def _initiating_evidence(decision) -> Evidence:
+    """The first fault's line, with the rank and host the rules tied it to where it names none."""
+    initiating = evidence_of(decision.initiating)
+    if initiating.rank is None and decision.rank is not None:
+        initiating = replace(initiating, rank=decision.rank)
+    if decision.host and not initiating.host:
+        initiating = replace(initiating, host=decision.host)
+    return initiating
+
+
 def _unknown(facts: Facts, decision: Decision) -> Diagnosis:
     from .rules.outcome import FAILURE_SIGNS
 
     signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS]
     lines = sorted([*facts.collateral, *signs], key=time_key)[:EVIDENCE_LINES]
-    first = evidence_of(decision.initiating) if decision.initiating else None
-    if first and decision.host and not first.host:
-        first = replace(first, host=decision.host)
-    return Diagnosis("unknown", None, first,
+    return Diagnosis("unknown", None, _initiating_evidence(decision) if decision.initiating else None,
                      tuple(_collateral(list(facts.winners), "", None, facts)), (), facts.inputs,
                      decision.notes, tuple(evidence_of(m) for m in lines), because=decision.because,
                      action=decision.action)

@@ -133,24 +133,29 @@ def job_finished(facts: Facts, decision: Decision) -> Decision | None:
 
 @rule("finished-after-it")
 def finished_after_it(facts: Facts, decision: Decision) -> Decision | None:
-    """Errors a run finished after (its finish line later in the same file) are what that run
-    recovered from, even where another run kept beside it failed: a previous run's caught errors
-    are not this failure's cause."""
+    """Errors a run finished after (its finish line later in the same file, and nothing failing in
+    that file after it) are what that run recovered from, even where another run kept beside it
+    failed: a previous run's caught errors are not this failure's cause."""
     finished = [m for m in facts.matches if m.signature.name == JOB_SUCCEEDED and not _is_accounting(m)
                 and not _last_progress_failed(facts, m)]  # (`loss nan` to the last step: it did not recover)
     if not finished:
         return None
 
-    def recovered(match: Match) -> bool:
-        return any(match.line.origin.source == finish.line.origin.source and match.line.origin.line < finish.line.origin.line
-                   for finish in finished)
+    def finish_after(match: Match) -> Match | None:
+        origin = match.line.origin
+        return next((f for f in finished if f.line.origin.source == origin.source and origin.line < f.line.origin.line), None)
 
-    roots = tuple(incident for incident in decision.roots if not recovered(incident.matches[-1]))
-    symptoms = tuple(match for match in decision.symptoms if not recovered(match))
-    dropped = len(decision.roots) - len(roots) + len(decision.symptoms) - len(symptoms)
-    if not dropped:
+    # a file where something still failed after its finish line (a launcher's report of a worker
+    # that failed) did not finish: its errors stay
+    still_failing = {m.line.origin.source for m in _failures(facts) if finish_after(m) is None}
+    finishes = {id(m): f for m in (*decision.symptoms, *(i.matches[-1] for i in decision.roots))
+                if (f := finish_after(m)) is not None and f.line.origin.source not in still_failing}
+    if not finishes:
         return None
-    finish = next(f for f in finished if any(recovered(m) for m in (*decision.symptoms, *(i.matches[-1] for i in decision.roots))))
+    roots = tuple(incident for incident in decision.roots if id(incident.matches[-1]) not in finishes)
+    symptoms = tuple(match for match in decision.symptoms if id(match) not in finishes)
+    finish = next(iter(finishes.values()))
+    dropped = len(finishes)
     text = f"{dropped} error(s) came before the finish of their own run ({finish.line.text.strip()[:90]!r}): it recovered from them"
     return decision.with_because("finished-after-it", text, [finish], roots=roots, symptoms=symptoms)
 

@@ -14,7 +14,7 @@ from ...model import Match
 from ..events import time_key
 from ..facts import Facts
 from ..hangs import BACKWARD_OPS, first_by_rank, first_disconnects, is_disconnect, op_for, sequence_progress
-from ..ids import MISMATCH, P2P_FAILURE, STRAGGLER, UNEVEN
+from ..ids import ABORT_CORE_DUMPED, MISMATCH, P2P_FAILURE, STRAGGLER, UNEVEN
 from . import Decision, rule
 
 HANG_WEIGHT = 0.5  # how sure a verdict drawn from where ranks waited is, when no error line states it
@@ -414,12 +414,10 @@ ABORT_CODES = ("-6", "134")  # SIGABRT as a launcher reports it: a negative sign
 def _aborted(row) -> bool:
     """Whether the line that says how the rank ended says it died of SIGABRT (an exit code or signal
     of the launcher's table, or the abort line itself)."""
-    from ..ids import ABORT_SIGNATURES
-
     match = row.ended_match
     return row.ended in ("crashed", "failed") and match is not None and (
         str(match.captures.get("exitcode") or match.captures.get("code") or "") in ABORT_CODES
-        or match.captures.get("signal") == "SIGABRT" or match.signature.key == ABORT_SIGNATURES[0])
+        or match.captures.get("signal") == "SIGABRT" or match.signature.key == ABORT_CORE_DUMPED)
 
 
 @rule("hang-aborted-together")
@@ -431,9 +429,7 @@ def aborted_together(facts: Facts, decision: Decision) -> Decision | None:
     they fired (its launcher only stopped it) was not in that collective; with none, which rank was
     late the logs do not say. (With several still running, some ranks' aborts may follow a peer's
     failure, as NCCL's error handling also aborts: the rule does not apply.)"""
-    from ..ids import ABORT_SIGNATURES
-
-    if decision.roots or any(m.signature.key != ABORT_SIGNATURES[0] for m in decision.symptoms):
+    if decision.roots or any(m.signature.key != ABORT_CORE_DUMPED for m in decision.symptoms):
         return None  # an error of its own, or a native crash said in words (a segfault, a C++ terminate)
     rows = facts.rows
     aborted = sorted(rank for rank, row in rows.items() if _aborted(row))

@@ -109,10 +109,11 @@ def nothing_failed(facts: Facts, decision: Decision) -> Decision | None:
 def failed_unexplained(facts: Facts, decision: Decision) -> Decision:
     """Something failed (a traceback, a non-zero exit) that no knowledge-base entry explains; where
     it started is still told when the logs tell it (the host rules then name its host)."""
-    signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS] or _live_signs(facts, decision)
+    failure_signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS]
+    signs = failure_signs or _live_signs(facts, decision)
     text = "something failed, but no knowledge-base entry explains it: the lines below are the most likely errors"
     return decision.with_because("failed-unexplained", text, signs[:3], note=text, status="unknown", action="fix-and-rerun",
-                                 initiating=first_failed(facts, [m for m in facts.matches if m.signature.name in FAILURE_SIGNS]))
+                                 initiating=first_failed(facts, failure_signs))
 
 
 def first_failed(facts: Facts, signs: list[Match]) -> Match | None:
