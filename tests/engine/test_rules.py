@@ -794,6 +794,12 @@ def test_job_finished_in_another_run_kept_beside_the_failed_one_is_no_recovery()
         matches = [oom, finish]
         built = build_facts(matches, summary(together), False, None, RELATIONS, (), build_identity(matches))
         assert rule("job-finished").apply(built, start(built)).status == "healthy"
+    # torchrun's restart: the failed attempt's file and the next attempt's do not overlap, but the
+    # launcher's log spans both: one run, and its finish speaks for the failure it restarted from
+    bridged = (*apart, ("launcher.log", 980.0, 2010.0))
+    summary_bridged = InputSummary(files=(*summary(apart).files, "launcher.log"), spans=bridged)
+    built = build_facts([oom, done], summary_bridged, False, None, RELATIONS, (), build_identity([oom, done]))
+    assert rule("job-finished").apply(built, start(built)).status == "healthy"
 
 
 def test_job_finished_of_a_rerun_in_the_same_folder_end_to_end():

@@ -14,6 +14,7 @@ from ...match.progress_lines import is_progress
 from ...model import Match
 from ..events import time_key
 from ..facts import Facts
+from ..runs import file_spans, same_run
 from . import Decision, rule
 
 # sacct's table is the scheduler's account of the finished job: it comes after everything the job printed
@@ -42,9 +43,6 @@ def _before(earlier: Match, later: Match) -> bool | None:
     return None
 
 
-RUN_GAP_SECONDS = 1.0  # files of one run overlap in time; a file that began after another ended (clocks: 1 s) is another run's
-
-
 _JOB_ID = re.compile(r"\s*(\d+)")
 
 
@@ -58,17 +56,6 @@ def _run_file(facts: Facts, finish: Match) -> str:
             if named.search(PurePath(source).name):
                 return source
     return finish.line.origin.source
-
-
-def _same_run(spans: dict, failure: Match, finished_in: str) -> bool:
-    """Whether a finish line of the file `finished_in` can speak for a failure of another file: not
-    when the two files' times do not overlap (a later or earlier run kept beside the failed one: its
-    success says nothing about the run that failed)."""
-    failed_in = failure.line.origin.source
-    if failed_in == finished_in or failed_in not in spans or finished_in not in spans:
-        return True
-    (failed_from, failed_to), (finished_from, finished_to) = spans[failed_in], spans[finished_in]
-    return finished_from <= failed_to + RUN_GAP_SECONDS and failed_from <= finished_to + RUN_GAP_SECONDS
 
 
 def _failures(facts: Facts) -> list[Match]:
@@ -117,10 +104,11 @@ def job_finished(facts: Facts, decision: Decision) -> Decision | None:
         return None
     last = max(finished, key=lambda m: (_is_accounting(m), time_key(m)))
     failures = _failures(facts)
-    spans = {source: (first, end) for source, first, end in facts.inputs.spans}
+    spans = file_spans(facts.inputs)
     run = _run_file(facts, last)
     for failure in failures:
-        order = (True if _is_accounting(last) else _before(failure, last)) and _same_run(spans, failure, run)
+        # (a finish in another run, kept beside the failed one, says nothing about it)
+        order = (True if _is_accounting(last) else _before(failure, last)) and same_run(spans, failure.line.origin.source, run)
         if not order:
             return None  # something failed after it, or nothing says it came first, or in another run
     if _last_progress_failed(facts, last):
