@@ -193,8 +193,10 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
               "^Cmpirun: abort is already in progress...hit ctrl-c again to forcibly terminate"),
              ("Press ^C to stop the server", "Use Ctrl-C (KeyboardInterrupt) to stop")),
     _context("job-succeeded",
-             r"WorkerState\.SUCCEEDED|\b(?:[Ee]xperiment|[Jj]ob|[Rr]un|[Tt]rial)\b[^\n]{0,60} completed successfully|All workers exited \(return codes: \[0(?:, 0)*\]\)|\b[Tt]raining (?:is )?(?:complete|completed|finished|done)\b(?! with error)|\b\d+ epochs? completed in\b|`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached|\{'train_runtime': [\d.]+, |^\s*\S+\s+COMPLETED\s+\d+\s+\S+\s+[\d:-]+\s+0:0\s*$",
+             r"WorkerState\.SUCCEEDED|\] worker group successfully finished\b|\b(?:[Ee]xperiment|[Jj]ob|[Rr]un|[Tt]rial)\b[^\n]{0,60} completed successfully|All workers exited \(return codes: \[0(?:, 0)*\]\)|\b[Tt]raining (?:is )?(?:complete|completed|finished|done)\b(?! with error)|\b\d+ epochs? completed in\b|`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached|\{'train_runtime': [\d.]+, |^\s*\S+\s+COMPLETED\s+\d+\s+\S+\s+[\d:-]+\s+0:0\s*$",
              ("[2024-06-18 10:22:33,000] torch.distributed.elastic.agent.server.api: [INFO] Local worker group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish",
+              # torchrun before WorkerState was named in the line (the dev corpus's 2-node Slurm log)
+              "0: INFO:torch.distributed.elastic.agent.server.api:[default] worker group successfully finished. Waiting 300 seconds for other agents to finish.",
               "20260423-11:25:24.878 Local Scheduler INFO: Experiment gsm8k-grpo/trial0 completed successfully.",
               "30 epochs completed in 1.392 hours.",
               "7712034       COMPLETED        1         gpu-c07   02:57:41      0:0 ",
