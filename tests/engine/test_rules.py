@@ -363,6 +363,12 @@ def test_hang_aborted_together_names_the_one_rank_its_launcher_only_stopped():
     assert every.primary.failure_id == "collective-timeout-straggler"
     assert (every.initiating.rank, every.initiating.host) == (None, "node-a")
     assert any(item.rule == "host-only-one" for item in every.because)
+    # the watchdog's own lines in view: the hang rules read who was late from them, not this one
+    watchdog = ("[rank1]:[E1205 10:00:00.000000 4001 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+                "timeout: WorkNCCL(SeqNum=10, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600042 "
+                "milliseconds before timing out.\n")
+    seen = diagnose_texts([("console.log", watchdog + _failure_table([*aborts, (0, "-15", "SIGTERM")]))])
+    assert not any(item.rule == "hang-aborted-together" for item in seen.because)
     assert any(item.rule == "hang-aborted-together" for item in every.because)
 
 

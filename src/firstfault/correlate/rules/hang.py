@@ -431,6 +431,8 @@ def aborted_together(facts: Facts, decision: Decision) -> Decision | None:
     failure, as NCCL's error handling also aborts: the rule does not apply.)"""
     if decision.roots or any(m.signature.key != ABORT_CORE_DUMPED for m in decision.symptoms):
         return None  # an error of its own, or a native crash said in words (a segfault, a C++ terminate)
+    if facts.timeouts:
+        return None  # the timeouts are in view: the hang rules read who was late from them
     rows = facts.rows
     aborted = sorted(rank for rank, row in rows.items() if _aborted(row))
     stopped = [rank for rank, row in rows.items() if row.ended == "stopped"]
