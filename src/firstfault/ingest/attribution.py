@@ -32,10 +32,10 @@ _NCCL = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d{1,3})\] (?:[\w./-]{1
 # journald's (and syslog's) record of a process's output: `Dec  5 12:00:00 gpu-node-3 python3[4100]: `
 # (`journalctl` default), `2026-12-05T12:00:00+0000 gpu-node-3 python3[4100]: ` (`-o short-iso`):
 # the host, then the line as the process wrote it (its launcher prefix next)
-_JOURNAL = re.compile(r"(?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d{1,6})?|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)"
-                      r" (?P<host>[A-Za-z0-9][\w.-]{0,62}) [\w./@-]{1,64}\[\d{1,10}\]: ")
-_SYSLOG_HOST = re.compile(
-    r"(?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-][\d:]+)?) (\S+) (?:kernel|slurmd|slurmstepd|systemd)")
+# a syslog or journald time: `Dec  5 12:00:00` (fractions with `-o short-precise`), or ISO 8601
+_SYSLOG_TIME = r"(?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d{1,6})?|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-][\d:]+)?)"
+_JOURNAL = re.compile(_SYSLOG_TIME + r" (?P<host>[A-Za-z0-9][\w.-]{0,62}) [\w./@-]{1,64}\[\d{1,10}\]: ")
+_SYSLOG_HOST = re.compile(_SYSLOG_TIME + r" (\S+) (?:kernel|slurmd|slurmstepd|systemd)")
 _RANK_IN_TEXT = re.compile(r"\b(?:on |global )?[Rr]ank[ =:]\s?(\d{1,6})\b|\[rank(\d{1,6})\]")
 # A device index in a message ("GPU 1;", "cuda:1", "device 1") names a LOCAL rank under the
 # usual one-process-per-GPU launch.
