@@ -28,12 +28,15 @@ def no_odd_one(matches: list[Match]) -> bool:
     """Ranks describe different collectives but none is alone against a majority (one against one,
     two against two): which of them started it the reports do not say."""
     described = _descriptions(matches)
-    return len(described) >= 2 and odd_rank(matches) is None
+    return len(described) >= 2 and _odd_of(described) is None
 
 
 def odd_rank(matches: list[Match]) -> int | None:
     """The single rank whose self-description differs from a majority of at least two."""
-    described = _descriptions(matches)
+    return _odd_of(_descriptions(matches))
+
+
+def _odd_of(described: dict[str, set[int]]) -> int | None:
     if len(described) < 2:
         return None
     groups = sorted(described.values(), key=len)

@@ -3,8 +3,8 @@ a file that spans them (the launcher's log spans a failed attempt's files and th
 attempt's); a group of files that began after every other had ended (a rerun, the last attempt kept
 in a subfolder) is another run.
 
-    spans = file_spans(facts.inputs)          # {file: (first time, last time)} of each timed file
-    same_run(spans, "console.log", "rerun/console.log")  # False when no overlap joins them
+    runs = runs_of(facts.inputs)              # {file: its run's number} of each timed file
+    same_run(runs, "console.log", "rerun/console.log")   # False when no overlap joins them
 
 Only a finish line is held to it (correlate/rules/ending.py): it is not used to split a job's files
 otherwise.
@@ -16,27 +16,22 @@ from ..model import InputSummary
 RUN_GAP_SECONDS = 1.0  # clocks: a file that began more than this after another ended is another run's
 
 
-def file_spans(inputs: InputSummary) -> dict[str, tuple[float, float]]:
-    return {source: (first, last) for source, first, last in inputs.spans}
-
-
-def same_run(spans: dict, one: str, other: str) -> bool:
-    """Whether two files may be of one run: yes for one file, or when either has no times (nothing
-    says otherwise); no when no chain of overlapping files joins their times."""
-    if one == other or one not in spans or other not in spans:
-        return True
-    return _cluster(spans, one) == _cluster(spans, other)
-
-
-def _cluster(spans: dict, source: str) -> int:
-    """The index of the group of overlapping time spans `source`'s falls in (spans merged in start order)."""
-    cluster, reach = -1, None
-    for name, (first, last) in sorted(spans.items(), key=lambda item: item[1]):
+def runs_of(inputs: InputSummary) -> dict[str, int]:
+    """Each timed file's run, numbered in time order: spans merged in start order, a span that
+    begins after every earlier one had ended starting a new run."""
+    runs, run, reach = {}, -1, None
+    for source, first, last in sorted(inputs.spans, key=lambda item: (item[1], item[2])):
         if reach is None or first > reach + RUN_GAP_SECONDS:
-            cluster += 1
-            reach = last
+            run, reach = run + 1, last
         else:
             reach = max(reach, last)
-        if name == source:
-            return cluster
-    return -1
+        runs[source] = run
+    return runs
+
+
+def same_run(runs: dict[str, int], one: str, other: str) -> bool:
+    """Whether two files may be of one run: yes for one file, or when either has no times (nothing
+    says otherwise); no when no chain of overlapping files joins their times."""
+    if one == other or one not in runs or other not in runs:
+        return True
+    return runs[one] == runs[other]

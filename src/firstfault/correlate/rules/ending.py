@@ -14,7 +14,7 @@ from ...match.progress_lines import is_progress
 from ...model import Match
 from ..events import time_key
 from ..facts import Facts
-from ..runs import file_spans, same_run
+from ..runs import runs_of, same_run
 from . import Decision, rule
 
 # sacct's table is the scheduler's account of the finished job: it comes after everything the job printed
@@ -104,11 +104,11 @@ def job_finished(facts: Facts, decision: Decision) -> Decision | None:
         return None
     last = max(finished, key=lambda m: (_is_accounting(m), time_key(m)))
     failures = _failures(facts)
-    spans = file_spans(facts.inputs)
+    runs = runs_of(facts.inputs)
     run = _run_file(facts, last)
     for failure in failures:
         # (a finish in another run, kept beside the failed one, says nothing about it)
-        order = (True if _is_accounting(last) else _before(failure, last)) and same_run(spans, failure.line.origin.source, run)
+        order = (True if _is_accounting(last) else _before(failure, last)) and same_run(runs, failure.line.origin.source, run)
         if not order:
             return None  # something failed after it, or nothing says it came first, or in another run
     if _last_progress_failed(facts, last):
