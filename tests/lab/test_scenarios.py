@@ -1,8 +1,9 @@
 """Every lab scenario, run for real (CPU, gloo) and diagnosed; the truth comes from the injection.
 
 One run per scenario by default, spread over the six layouts and world sizes 2-4 (the scenario
-table's defaults plus LAYOUT_VARIANTS). FIRSTFAULT_LAB_MATRIX=1 runs every scenario in every layout it
-supports instead (slow: not for CI).
+table's defaults). FIRSTFAULT_LAB_MATRIX=1 runs every scenario in every layout it supports instead, and
+LAYOUT_VARIANTS (slow: not for CI, whose 10 minutes the lab's real runs are half of; the recorded real
+runs of tests/fixtures/real cover every layout with several failure kinds).
 
 Each run is checked twice: the lab's own checks (the run ended, the fault fired: always strict), then
 the engine's diagnosis against the injected truth. Runs the engine knowingly misses today are in
@@ -25,7 +26,7 @@ pytestmark = [
 ]
 
 # Extra (scenario, layout, world size, rank) runs beyond each scenario's default, so that every
-# layout carries several failure kinds.
+# layout carries several failure kinds (with FIRSTFAULT_LAB_MATRIX=1).
 LAYOUT_VARIANTS = [
     ("exc-batch-mismatch", "twonode", 2, 1),
     ("sigkill-rank", "plain", 3, 2),
@@ -51,9 +52,8 @@ def _runs():
                 world_size = max(scenario.default_world_size, 2 + index % 3)
                 world_size += world_size % 2 if layout == "twonode" else 0
                 runs.append((scenario.name, layout, world_size, min(scenario.default_rank, world_size - 1)))
-        return runs
-    defaults = [(s.name, s.default_layout, s.default_world_size, s.default_rank) for s in SCENARIOS]
-    return defaults + LAYOUT_VARIANTS
+        return runs + [run for run in LAYOUT_VARIANTS if run not in runs]
+    return [(s.name, s.default_layout, s.default_world_size, s.default_rank) for s in SCENARIOS]
 
 
 def _run_id(run):

@@ -512,6 +512,62 @@ SCENARIOS: tuple[Scenario, ...] = (
         evidence="Unable to find address for: ib0",
         initiator="none", collateral="none", also_acceptable=("nccl-wrong-interface",),
         env={"GLOO_SOCKET_IFNAME": "ib0"}, default_layout="tee", default_world_size=2),
+    Scenario(
+        "embedding-new-domain", "one rank meets a record of a data source added after the domain table was sized",
+        "embedding-index-out-of-range",
+        "The job adds a fixed domain embedding (4 rows, one per data source) to each record. At global step 3 "
+        "rank {rank}'s batch held a record of a fifth source; nn.Embedding raised 'IndexError: index out of "
+        "range in self'. The other ranks failed in the DDP all_reduce.",
+        evidence="index out of range in self",
+        also_acceptable=PEER, train_args=("--domains", "4", "--inject", "new-domain:{rank}:3"), layouts=LAYOUTS,
+        default_layout="srun", default_world_size=4, default_rank=2),
+    Scenario(
+        "grad-clip-overflow", "a record in raw units makes the gradient norm overflow; clipping refuses it",
+        "grad-norm-nonfinite",
+        "The job clips gradients and smooths labels. At global step 4 rank {rank}'s batch held a record in raw "
+        "sensor units (1e25): the loss stayed finite but the gradients' norm overflowed float32 once DDP "
+        "averaged them, so clip_grad_norm_(error_if_nonfinite=True) raised on every rank at the same step. The "
+        "logs cannot tell whose record it was: no rank started it by what they show.",
+        evidence="is non-finite, so it cannot be clipped",
+        initiator="none", collateral="none",
+        train_args=("--clip-grad-norm", "1.0", "--label-smoothing", "0.1", "--inject", "unscaled-record:{rank}:4"),
+        layouts=LAYOUTS,
+        default_layout="logdir", default_world_size=3, default_rank=1),
+    Scenario(
+        "fp16-weights-scaler", "float16 weights trained with a GradScaler that unscales them before clipping",
+        "fp16-unscale-gradients-error",
+        "The job casts the model to float16 (no float32 master weights) and uses a GradScaler; at the first "
+        "step scaler.unscale_() raised 'Attempting to unscale FP16 gradients.' on every rank.",
+        evidence="Attempting to unscale FP16 gradients",
+        initiator="none", collateral="none", train_args=("--fp16-weights",), layouts=LAYOUTS,
+        default_layout="plain", default_world_size=2),
+    Scenario(
+        "missing-shared-library", "one node's image lacks the GPU JPEG decoder's shared library",
+        "missing-shared-library",
+        "Rank {rank}'s data pipeline loads libnvjpeg.so.12 with ctypes when it builds the first epoch's "
+        "loader; that node's image lacks it and the loader raised 'OSError: libnvjpeg.so.12: cannot open "
+        "shared object file'. The other ranks failed in the DDP all_reduce of the first step.",
+        evidence="cannot open shared object file",
+        also_acceptable=PEER, train_args=("--inject", "missing-library:{rank}"), layouts=LAYOUTS,
+        default_layout="twonode", default_world_size=4, default_rank=2),
+    Scenario(
+        "nccl-on-cpu-build", "--backend nccl with a CPU-only build of torch",
+        "cuda-unavailable",
+        "The job asks for the nccl backend but torch is the CPU build: init_process_group raised 'Distributed "
+        "package doesn't have NCCL built in' on every rank.",
+        evidence="Distributed package doesn't have NCCL built in",
+        initiator="none", collateral="none", train_args=("--backend", "nccl"), layouts=LAYOUTS,
+        default_layout="srun", default_world_size=2),
+    Scenario(
+        "half-eval-cpu", "rank 0's end-of-epoch embedding check runs an eigendecomposition in float16 on the CPU",
+        "half-not-implemented-cpu",
+        "After epoch 0 rank {rank} alone checks the embeddings' effective rank from the eigenvalues of their "
+        "covariance, in float16; on the CPU torch.linalg.eigvalsh has no float16 kernel and raised "
+        "'\"linalg_eigh_cpu\" not implemented for \'Half\''. The other ranks failed in the barrier that ends "
+        "the epoch.",
+        evidence="not implemented for 'Half'",
+        also_acceptable=PEER, train_args=("--inject", "half-eval:{rank}:0"), layouts=LAYOUTS,
+        default_layout="spawn", default_world_size=3, default_rank=0),
 )
 
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}

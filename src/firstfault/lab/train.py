@@ -155,6 +155,14 @@ def parse_args(argv=None):
     parser.add_argument("--boundary-exchange", action="store_true",
                         help="exchange boundary embeddings with the partner rank (send/recv) after each epoch")
     parser.add_argument("--download-url", default="", help="vocabulary rank 0 downloads before training")
+    parser.add_argument("--backend", default="gloo", help="the process group's backend")
+    parser.add_argument("--domains", type=int, default=0,
+                        help="add a fixed domain embedding (one row per data source) to each record's features")
+    parser.add_argument("--clip-grad-norm", type=float, default=0.0,
+                        help="clip_grad_norm_(..., error_if_nonfinite=True) to this norm after backward")
+    parser.add_argument("--label-smoothing", type=float, default=0.0)
+    parser.add_argument("--fp16-weights", action="store_true",
+                        help="train a float16 copy of the model with a GradScaler that unscales before clipping")
     parser.add_argument("--noise", action="append", default=[], help="benign warnings to emit")
     parser.add_argument("--inject", action="append", default=[], metavar="KIND:RANK[:STEP[:ARG]]")
     return parser.parse_args(argv)
@@ -169,7 +177,7 @@ def init_distributed(args):
     rank = int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")))
     world_size = int(os.environ.get("WORLD_SIZE", os.environ.get("SLURM_NTASKS", "1")))
     local_rank = int(os.environ.get("LOCAL_RANK", os.environ.get("SLURM_LOCALID", rank)))
-    dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=timedelta(seconds=args.pg_timeout))
+    dist.init_process_group(args.backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=args.pg_timeout))
     log.info("rank %d/%d (local rank %d, pid %d) initialized process group (backend=%s)",
              rank, world_size, local_rank, os.getpid(), dist.get_backend())
     if os.environ.get("RANK_INFO_DIR"):  # lets a driver know which node ran which rank
@@ -186,6 +194,8 @@ def make_loader(args, rank, world_size, faults, epoch):
         sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, drop_last=True)
         sampler.set_epoch(epoch)
         return DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, num_workers=args.num_workers, drop_last=True)
+    if faults.get("missing-library", rank) and epoch == 0:
+        train_faults.load_jpeg_decoder()  # this node's image lacks the GPU JPEG decoder's library
     length = args.samples_per_rank
     short = faults.get("short-shard", rank)
     if short and epoch == short[0]:
@@ -305,6 +315,11 @@ def train(args):
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
     device = torch.device(f"cuda:{local_rank}" if args.device == "cuda" else "cpu")
     model = ToyNet(hidden=args.hidden, aux_head=args.aux_head).to(device)
+    if args.fp16_weights:
+        model = model.half()  # the weights themselves in float16, no float32 master copy
+    scaler = torch.amp.GradScaler(device.type) if args.fp16_weights else None
+    # which data source a record came from, as a fixed embedding row added to its features
+    domain_table = nn.Embedding(args.domains, FEATURES).requires_grad_(False) if args.domains else None
     model.attention_kernel = fused_attention_kernel(faults, rank)
     model.use_checkpointing = args.activation_checkpointing
     model.reentrant = not args.no_reentrant
@@ -352,6 +367,16 @@ def train(args):
                 log.info("rank %d: syncing checkpoint to remote storage", rank)
                 time.sleep(float(faults.at("straggle", rank, step)))
                 log.info("rank %d: sync done", rank)
+            if domain_table is not None:
+                domains = torch.arange(len(features)) % args.domains
+                if faults.at("new-domain", rank, step) is not None:
+                    domains[-1] = args.domains  # a record of a source added after the table was sized
+                features = features + domain_table(domains)
+            if faults.at("unscaled-record", rank, step) is not None:
+                features = features.clone()
+                features[3] *= 1e25  # a record in raw sensor units, never normalised: the loss stays finite
+            if args.fp16_weights:
+                features = features.half()
             if faults.at("double-input", rank, step) is not None:
                 features = features.double()  # records from a new exporter decode as float64
             if faults.at("alloc-limit", rank, step) is not None:
@@ -365,7 +390,7 @@ def train(args):
                     logits = ddp_model(features)
             else:
                 logits = ddp_model(features)
-            loss = F.cross_entropy(logits, labels)
+            loss = F.cross_entropy(logits.float(), labels, label_smoothing=args.label_smoothing)
             twice = faults.get("backward-twice", rank)
             if twice and step >= twice[0] - 1:
                 if carried_logits is not None:  # its graph was freed by the last step's backward
@@ -375,13 +400,21 @@ def train(args):
                 log.error("non-finite loss %s at step %d on rank %d", loss.item(), step, rank)
                 raise FloatingPointError(f"Loss became infinite or NaN at iteration={step}!")
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            (scaler.scale(loss) if scaler else loss).backward()
             if args.manual_grad_sync:
                 for param in model.parameters():
                     if param.grad is not None:
                         dist.all_reduce(param.grad)
                         param.grad /= world_size
-            optimizer.step()
+            if scaler:
+                scaler.unscale_(optimizer)  # so that clipping sees the true gradients
+            if args.clip_grad_norm:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_grad_norm, error_if_nonfinite=True)
+            if scaler:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
             if args.step_time:
                 time.sleep(args.step_time)
             if args.metrics_dir:
@@ -413,7 +446,7 @@ def train(args):
             path = save_checkpoint(args, model, optimizer, epoch, rank, faults)
             if uploads is not None and path:
                 uploads.put(path)
-        end_of_epoch(args, rank, world_size, epoch, faults)
+        end_of_epoch(args, rank, world_size, epoch, faults, model)
         dist.barrier()
         if rank == 0:
             log.info("epoch %d done", epoch)
@@ -434,12 +467,19 @@ def fused_attention_kernel(faults, rank):
     return None
 
 
-def end_of_epoch(args, rank, world_size, epoch, faults):
+def end_of_epoch(args, rank, world_size, epoch, faults, model):
     """Evaluation, metrics and the boundary exchange between epochs (where some faults live)."""
     if faults.get("stuck-eval", rank) and faults.get("stuck-eval", rank)[0] == epoch:
         log.info("rank %d: evaluating epoch %d on the held-out set", rank, epoch)
         fire(args, "stuck-eval", rank)
         train_faults.wait_for_silent_service()
+    if faults.get("half-eval", rank) and faults.get("half-eval", rank)[0] == epoch:
+        log.info("rank %d: embedding health check of epoch %d (float16 embeddings)", rank, epoch)
+        with torch.no_grad():
+            embeddings = model.stem(torch.randn(256, FEATURES)).half()  # half the memory of float32
+            covariance = embeddings.T @ embeddings / len(embeddings)
+            spectrum = torch.linalg.eigvalsh(covariance)  # CPU has no float16 kernel for eigh
+            log.info("rank %d: embedding effective rank %.1f", rank, spectrum.sum() ** 2 / (spectrum ** 2).sum())
     if faults.get("extra-barrier", rank) and faults.get("extra-barrier", rank)[0] == epoch:
         log.info("rank %d: waiting for the metrics writer to flush epoch %d", rank, epoch)
         dist.barrier()  # called under `if rank == ...:` only: the other ranks never join it

@@ -82,6 +82,12 @@ def _run_machine_code(code_by_machine: dict, fallback: signal.Signals) -> None:
     ctypes.CFUNCTYPE(ctypes.c_int)(address)()
 
 
+def load_jpeg_decoder() -> ctypes.CDLL:
+    """Load the GPU JPEG decoder's shared library, as a data pipeline does at start-up: a node whose
+    image lacks it fails here with the dynamic loader's error (OSError)."""
+    return ctypes.CDLL("libnvjpeg.so.12")
+
+
 def block_writing_shard(path: Path) -> None:
     """Open a checkpoint shard for writing where the open never returns (a FIFO nobody reads,
     as a hung network mount behaves): the rank is stuck in a system call, printing nothing."""
