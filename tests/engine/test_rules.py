@@ -462,6 +462,43 @@ def test_mismatch_no_odd_one_when_two_reports_disagree_and_nothing_breaks_the_ti
     assert rule("mismatch-no-odd-one").apply(built, _decided(three[0], built)) is None
 
 
+def test_every_rank_alike_names_no_rank_when_each_raised_it_first():
+    """Every rank raised the same error as its own first one, seconds apart (a CPU-only build asked
+    for NCCL): no rank started it. Not when a rank that printed did not raise it, when a rank failed
+    otherwise first, when they were minutes apart, or when the job had more ranks than raised it."""
+    text = "RuntimeError: Distributed package doesn't have NCCL built in"
+
+    def raised(r, time, entry="cuda-unavailable"):
+        return hit(entry, 7, rank=r, time=time, source=f"rank{r}.log", text=text)
+
+    def apply(matches, ranks, primary, world=None):
+        activity = [stream(r, [(7, 100.0, text)]) for r in ranks]
+        identity = IdentityMap(world=WorldSize(world, "declared")) if world else None
+        built = facts(matches, ranks=ranks, activity=activity, identity=identity)
+        return rule("every-rank-alike").apply(built, _decided(primary, built))
+
+    alike = [raised(r, 100.0 + r) for r in range(3)]
+    decided = apply(alike, range(3), alike[0])
+    assert decided.rank_decided and decided.initiating.line.origin.rank is None
+    assert "every rank (ranks 0-2)" in decided.because[-1].text
+    assert apply(alike[:2], range(3), alike[0]) is None  # rank 2 printed, and raised nothing
+    assert apply(alike, range(3), alike[0], world=8) is None  # 5 ranks of the job are not in view
+    otherwise = raised(0, 90.0, entry="user-code-exception")
+    assert apply([otherwise, *alike], range(3), alike[1]) is None  # rank 0 failed otherwise first
+    apart = [*alike[:2], raised(2, 400.0)]
+    assert apply(apart, range(3), alike[0]) is None  # rank 2 five minutes later: not one shared cause
+
+
+def test_every_rank_alike_leaves_a_disagreement_to_its_odd_one():
+    """Every rank reports a collective mismatch, but rank 2's own collective differs: alike in kind
+    only, so the rule leaves the rank that odd-one-out kept."""
+    text = "Rank {r} is running collective: CollectiveFingerPrint(OpType={op}), but Rank 9 is running collective: x"
+    mismatches = [hit("collective-mismatch", 4, rank=r, source=f"rank{r}.log", time=100.0,
+                      text=text.format(r=r, op="ALLREDUCE" if r != 2 else "BROADCAST")) for r in range(4)]
+    built = facts(mismatches, ranks=range(4), activity=[stream(r, [(4, 100.0, "x")]) for r in range(4)])
+    assert rule("every-rank-alike").apply(built, _decided(mismatches[2], built)) is None
+
+
 def test_rank_from_pid():
     killed = hit("host-oom-killed", 2, source="dmesg.txt", text="Out of memory: Killed process 88124 (python3)")
     worker = Link((pid_key(88124), rank_key(5)), how="the launcher's report names the rank's pid", where=("a.log", 3))

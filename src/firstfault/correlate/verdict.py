@@ -116,10 +116,10 @@ def with_core_classes(diagnosis: Diagnosis, facts: Facts) -> Diagnosis:
 
 
 def _finding(failure_id: str, own: list[Match], initiating: Match, where: Evidence | None = None) -> Finding:
-    ordered = sorted(own, key=time_key)
-    if initiating in ordered:
-        ordered.remove(initiating)
-    ordered.insert(0, initiating)
+    # (a rule may have re-tied the initiating line to another rank, or to none: it is one line still)
+    here = (initiating.line.origin.source, initiating.line.origin.line, initiating.signature.name)
+    ordered = [initiating, *(m for m in sorted(own, key=time_key)
+                             if (m.line.origin.source, m.line.origin.line, m.signature.name) != here)]
     weights = [m.signature.weight for m in own if m.role != "collateral"] or [initiating.signature.weight]
     confidence = min(0.99, max(weights) + 0.05 * min(len({m.line.origin.rank for m in own}), 1))
     ranks = sorted({m.line.origin.rank for m in own if m.line.origin.rank is not None})

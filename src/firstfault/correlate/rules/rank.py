@@ -61,6 +61,55 @@ def mismatch_no_odd_one(facts: Facts, decision: Decision) -> Decision | None:
                                  initiating=with_rank(decision.initiating, None), rank_decided=True)
 
 
+ALIKE_WITHIN_SECONDS = 60.0  # every rank's own first error within this of the first one's
+
+
+@rule("every-rank-alike")
+def every_rank_alike(facts: Facts, decision: Decision) -> Decision | None:
+    """Every rank of the job raised the failure itself, as its own first error, within moments of
+    the others (a CPU-only build asked for NCCL, a gradient norm that DDP's averaging made infinite
+    everywhere, a setting all ranks share): the first printed only got there first, and naming it
+    would send the reader to one rank's machine for a cause every rank has."""
+    if decision.initiating is None or decision.rank_decided:
+        return None
+    first_errors = _first_error_of_each_rank(facts)
+    ranks = set(first_errors)
+    job = facts.identity.world.size if facts.identity.world else None
+    if len(ranks) < 2 or (job is not None and len(ranks) < job) or ranks != _ranks_seen(facts):
+        return None
+    if any(match.entry_id != decision.primary for match in first_errors.values()):
+        return None
+    if odd_rank([match for match in facts.winners if match.entry_id == decision.primary]) is not None:
+        return None  # alike in kind, not in content: the rank whose collective differs started it
+    times = [match.line.origin.time for match in first_errors.values()]
+    if None not in times and max(times) - min(times) > ALIKE_WITHIN_SECONDS:
+        return None
+    text = (f"every rank ({_rank_list(sorted(ranks))}) raised it as its own first error: no rank started it, "
+            "the cause is one they share")
+    return decision.with_because("every-rank-alike", text, [decision.initiating], note=text,
+                                 initiating=with_rank(decision.initiating, None), rank_decided=True)
+
+
+def _first_error_of_each_rank(facts: Facts) -> dict[int, Match]:
+    """rank -> the earliest root line of its own (from the root incidents)."""
+    first: dict[int, Match] = {}
+    for incident in facts.roots:
+        match = incident.strongest
+        rank = match.line.origin.rank
+        if rank is not None and (rank not in first or time_key(incident.first) < time_key(first[rank])):
+            first[rank] = match
+    return first
+
+
+def _ranks_seen(facts: Facts) -> set[int]:
+    return {stream.rank for stream in facts.activity if stream.rank is not None}
+
+
+def _rank_list(ranks: list[int]) -> str:
+    contiguous = ranks == list(range(ranks[0], ranks[-1] + 1))
+    return f"ranks {ranks[0]}-{ranks[-1]}" if contiguous and len(ranks) > 2 else "ranks " + ", ".join(map(str, ranks))
+
+
 def _same_event(facts: Facts, initiating: Match) -> list[Match]:
     """The initiating line, then the lines of the same failure just after it in the same file."""
     origin = initiating.line.origin
