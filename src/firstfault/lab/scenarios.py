@@ -568,6 +568,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         evidence="not implemented for 'Half'",
         also_acceptable=PEER, train_args=("--inject", "half-eval:{rank}:0"), layouts=LAYOUTS,
         default_layout="spawn", default_world_size=3, default_rank=0),
+    Scenario(
+        "lambda-collate-spawn", "DataLoader workers started with spawn while the collate function is a lambda",
+        "multiprocessing-pickle-error",
+        "The job starts its DataLoader workers with the spawn method and collates with a lambda; spawn pickles "
+        "the collate function for each worker and a lambda has no importable name, so every rank raised "
+        "'Can't pickle local object' when its first epoch began.",
+        evidence="Can't pickle local object",
+        initiator="none", collateral="none",
+        train_args=("--num-workers", "1", "--worker-context", "spawn", "--collate-lambda"), layouts=LAYOUTS,
+        default_layout="tee", default_world_size=2),
 )
 
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}

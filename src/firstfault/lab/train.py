@@ -145,6 +145,8 @@ def parse_args(argv=None):
     parser.add_argument("--no-reentrant", action="store_true", help="checkpoint(..., use_reentrant=False)")
     parser.add_argument("--out-of-place", action="store_true", help="never modify activations in place")
     parser.add_argument("--drop-last", action="store_true", help="DistributedSampler(drop_last=True) over one dataset")
+    parser.add_argument("--worker-context", default="", help="DataLoader workers' start method (spawn, forkserver)")
+    parser.add_argument("--collate-lambda", action="store_true", help="collate batches with a lambda")
     parser.add_argument("--metrics-dir", default="")
     parser.add_argument("--sigterm-handler", action="store_true")
     parser.add_argument("--marker", default="", help="file rank 0 creates when it reaches --marker-step")
@@ -210,7 +212,9 @@ def make_loader(args, rank, world_size, faults, epoch):
         kill_index=killed[0] * args.batch_size + 2 if killed and epoch == 0 else None,
     )
     log.info("epoch %d: rank %d shard has %d samples -> %d steps", epoch, rank, len(dataset), len(dataset) // args.batch_size)
-    return DataLoader(dataset, batch_size=args.batch_size, shuffle=False, num_workers=args.num_workers, drop_last=True)
+    collate = (lambda batch: torch.utils.data.default_collate(batch)) if args.collate_lambda else None
+    return DataLoader(dataset, batch_size=args.batch_size, shuffle=False, num_workers=args.num_workers, drop_last=True,
+                      collate_fn=collate, multiprocessing_context=args.worker_context or None)
 
 
 def emit_noise(args, rank):
