@@ -166,7 +166,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
                       and not any(item.id == "torchrun" for item in stack)
                       and not any(_peer_failed(match) for match in matches))
     diagnosis = correlate(matches, summary, single_process, source_lines, relations_of(kb or load_knowledge_base()),
-                          stream_activity(read, matches, files), identity)
+                          stream_activity(read, matches, files, identity), identity)
     diagnosis = replace(diagnosis, stack=stack)
     diagnosis = map_strings(diagnosis, masker or _memo(mask_secrets))  # lines are masked; the names of files are not yet
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis

@@ -41,6 +41,17 @@ def test_line_prefixes(line, rank, local, host):
     assert (prefix.rank, prefix.local_rank, prefix.host) == (rank, local, host)
 
 
+@pytest.mark.parametrize("line, pid", [
+    ("(RayTrainWorker pid=1234, ip=10.60.2.16) RuntimeError: x", 1234),
+    ("(RayTrainWorker pid=1234) [rank3]: RuntimeError: x", 1234),  # the process, whatever its lines add
+    ("(VllmWorkerProcess pid=2213) ERROR x", 2213),
+    ("(VllmWorker TP1 pid=3523) ERROR x", None),  # the prefix names the worker's rank: that is its stream
+    ("[rank3]: pid=1234 RuntimeError: x", None),
+])
+def test_a_worker_prefix_names_its_process(line, pid):
+    assert parse_prefix(line).pid == pid
+
+
 @pytest.mark.parametrize("path, rank, local, node, host", [
     ("rank3.log", 3, None, None, None),
     ("rank-03.err", 3, None, None, None),

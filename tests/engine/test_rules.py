@@ -311,6 +311,21 @@ def test_hang_silent_first_the_rank_the_others_went_past():
     assert decided.primary == "collective-timeout-straggler" and decided.initiating.line.origin.rank == 5
 
 
+def test_hang_silent_first_two_ranks_need_the_next_message_of_both():
+    """Two ranks: rank 0 printed rank 1's last line and went on with lines it alone prints (a
+    driver worker naming its parallel ranks): no sign rank 1 fell behind. Had rank 0 gone on with a line
+    rank 1 prints too (the next step), rank 1 is the one behind."""
+    quiet = stream(1, [(1, 10.0, "1: step 7 loss 2.2"), (2, 11.0, "1: custom allreduce disabled")])
+    hang = Decision(hang="nothing was printed for 12 min")
+
+    def rank0(after):
+        return stream(0, [(1, 10.0, "0: step 7 loss 2.2"), (2, 11.0, "0: custom allreduce disabled"), (3, 90.0, after)])
+    alone = facts([], activity=[rank0("0: rank 0 is assigned as DP rank 0, TP rank 0"), quiet])
+    assert rule("hang-silent-first").apply(alone, hang) is None
+    stepped = facts([], activity=[rank0("0: step 8 loss 2.1"), quiet])
+    assert rule("hang-silent-first").apply(stepped, hang).initiating.line.origin.rank == 1
+
+
 def test_hang_silent_first_the_only_logging_rank_that_went_off_to_work_alone():
     """Only rank 0 logs steps (rank 1 is quiet by design: its last line is a start-up line rank 0
     printed too); rank 0 was last seen starting an evaluation: rank 0 is the one the others wait for."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from ..ingest.attribution import device_mentioned, is_system_log, path_names, rank_mentioned
 from ..match.context import (HOST_SIGNATURES, LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC, LAUNCHER_RANKS,
                              LAUNCHER_WORLD)
-from ..match.scanner import FileScan, RawHit
+from ..match.scanner import FileScan, Process, RawHit
 from ..model import LogLine, Match, Origin
 
 
@@ -216,6 +216,8 @@ class _FileContext:
             rank = local + offset
         if rank is None:
             rank = scan.hints.rank if scan.hints.rank is not None else self.only_rank
+        if rank is None and prefix.pid is not None:
+            rank = scan.worker_pids.get(prefix.pid)  # a Ray worker's other lines named its rank
         if rank is None and scan.srun_tasks and not scan.tasks_are_nodes:
             task = _SRUN_TASK_ERROR.search(hit.text)
             rank = int(task.group(1)) if task else None
@@ -268,9 +270,13 @@ def _shared_console(scan: FileScan, world: int | None) -> bool:
     return bool(world and world > 1) and scan.hints.local_rank is None
 
 
-def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles | None = None) -> list:
-    """What each rank stream printed last (the scans' tails), with its global rank and host."""
+def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles | None = None,
+                    identity=None) -> list:
+    """What each rank stream printed last (the scans' tails), with its global rank and host. A
+    worker process's stream (Ray's `pid=` prefix) takes the rank its own lines, or the links of
+    `identity` (a launcher's table of pids), tie its pid to; else it stays a stream of no rank."""
     from .activity import StreamActivity, StreamLine
+    from .identity import pid_key
 
     files = files or job_files(scans)
     world = files.local_world
@@ -293,7 +299,10 @@ def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles
             else:
                 host, index = stream
                 host = host or hosts[scan.input.display]
-                if index in scan.local_ranks and offset is not None:
+                if isinstance(index, Process):
+                    named = identity.rank_of(pid_key(index.pid)) if identity is not None else None
+                    rank = scan.worker_pids.get(index.pid, named.value if named else None)
+                elif index in scan.local_ranks and offset is not None:
                     rank = index + offset
                 else:
                     rank = index

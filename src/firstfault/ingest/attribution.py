@@ -26,7 +26,7 @@ _MPI = re.compile(r"\[(?:\d{1,6},)?(?:mpirank:)?(\d{1,6})(?:,(?P<host>[A-Za-z][\
 _KUBECTL = re.compile(r"\[pod/(?P<pod>[a-z0-9][a-z0-9.-]{0,252})/[\w.-]{1,63}\] ")
 _LOCAL = re.compile(r"\[([A-Za-z_][A-Za-z_-]*?)(\d{1,4})\]:")
 # Ray / vLLM process prefixes: `(RayTrainWorker pid=12, ip=10.0.0.5)`, `(VllmWorker TP1 pid=3523)`
-_RAY = re.compile(r"\((?:[A-Za-z_][\w.]*,? )?(?:(?:TP|PP|DP|EP|rank)[ =]?(?P<index>\d{1,4}),? )?pid=\d+(?:, ip=(?P<ip>[\d.]+))?\)\s?")
+_RAY = re.compile(r"\((?:[A-Za-z_][\w.]*,? )?(?:(?:TP|PP|DP|EP|rank)[ =]?(?P<index>\d{1,4}),? )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)\s?")
 # NCCL's own prefix; WARN lines put the source location before `NCCL` (`[0] net_ib.cc:1296 NCCL WARN`)
 _NCCL = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d{1,3})\] (?:[\w./-]{1,80}:\d{1,6} )?NCCL ")
 # journald's (and syslog's) record of a process's output: `Dec  5 12:00:00 gpu-node-3 python3[4100]: `
@@ -76,6 +76,7 @@ class LinePrefix:
     offset: int = 0
     rank_from_task: bool = False  # the rank is the srun task label (no rank prefix of its own)
     outer_host: str | None = None  # a host named by an outer prefix (pdsh, Ray), not by NCCL's own
+    pid: int | None = None  # the process a Ray/vLLM worker prefix names (`pid=4242`), when it names no rank
 
 
 PREFIX_WINDOW = 256  # prefixes live at the start; bounding the text keeps the regexes linear
@@ -84,7 +85,7 @@ PREFIX_WINDOW = 256  # prefixes live at the start; bounding the text keeps the r
 def parse_prefix(line: str) -> LinePrefix:
     """Peel the nested launcher prefixes off the start of a line."""
     line = line[:PREFIX_WINDOW]
-    rank = local_rank = task = None
+    rank = local_rank = task = pid = None
     host = None
     position = 0
     match = _JOURNAL.match(line)
@@ -117,6 +118,8 @@ def parse_prefix(line: str) -> LinePrefix:
             host = match.group("ip") or host
             if match.group("index") is not None and local_rank is None:
                 local_rank = int(match.group("index"))
+            elif pid is None:
+                pid = int(match.group("pid"))
             position = match.end()
             continue
         match = _HOST.match(line, position)
@@ -138,8 +141,9 @@ def parse_prefix(line: str) -> LinePrefix:
         # srun --label prints the task id: the global rank when srun starts one task per rank; with
         # a local-rank prefix inside it, srun started one launcher per node and the task is the node
         return LinePrefix(rank=task, local_rank=None, host=host, task=task, offset=position, rank_from_task=True,
-                          outer_host=outer_host)
-    return LinePrefix(rank=rank, local_rank=local_rank, host=host, task=task, offset=position, outer_host=outer_host)
+                          outer_host=outer_host, pid=pid)
+    return LinePrefix(rank=rank, local_rank=local_rank, host=host, task=task, offset=position, outer_host=outer_host,
+                      pid=pid)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,15 @@ _SRUN_CENSUS = re.compile(rb"\n\s{0,3}(\d{1,5}): ")
 _TASK_WRAPS = re.compile(rb"\n\s{0,3}(\d{1,5}): \[([A-Za-z_-]*?)(\d{1,6})\]:")
 # Ray / vLLM worker prefixes followed by the rank the worker logs: `(PolicyWorker pid=88231) [rank3]`
 _PID_RANK_CENSUS = re.compile(rb"\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:, ip=[\d.]{7,15})?\) \[[Rr]ank ?(\d{1,6})\]")
+# Ray Train's own line naming a worker's rank: `(RayTrainWorker pid=2321, ip=10.0.0.5) Setting up process
+# group for: env:// [rank=1, world_size=4]`
+_PID_SETUP_RANK_CENSUS = re.compile(rb"\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:, ip=[\d.]{7,15})?\) [^\n]{0,160}?"
+                                    rb"\[rank=(\d{1,6}), world_size=\d{1,6}\]")
+# a worker process's prefix that names no rank (`(RayTrainWorker pid=2321, ip=10.0.0.5) `): its lines
+# are one process's stream
+_PID_CENSUS = re.compile(rb"\n\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})[,)]")
+# such a worker's line and its message, whose first words may name the worker's rank (`rank 2: ...`)
+_PID_MESSAGE_CENSUS = re.compile(rb"\n\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:, ip=[\d.]{7,15})?\) ([^\n]{1,80})")
 _MPI_CENSUS = re.compile(rb"\n\[(?:\d{1,6},)?(\d{1,6})\]<std(?:out|err)>:")
 _NCCL_LINE = re.compile(
     rb"\n(?:\s{0,3}\d{1,5}: )?(?:\[[^\]\n]{1,40}\]:)*(?:[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]{0,63}):(\d+):\d+ \[(\d{1,3})\] (?:[\w./-]{1,80}:\d{1,6} )?NCCL ")
@@ -71,6 +80,7 @@ class FileScan:
     nccl_hosts: dict = field(default_factory=dict)  # local rank -> host
     nccl_pids: dict = field(default_factory=dict)  # (host, cudaDev) -> (pid, line) of NCCL's first line for it
     worker_pids: dict = field(default_factory=dict)  # pid -> the rank a Ray/vLLM worker says it is
+    process_pids: set = field(default_factory=set)  # pids of worker prefixes that name no rank (a stream each)
     srun_tasks: set = field(default_factory=set)  # srun --label task ids seen
     tasks_are_nodes: bool = False  # the srun tasks wrap [rankN]/[defaultN] prefixes of other numbers
     task_layout_read: bool = False
@@ -90,6 +100,7 @@ class FileScan:
         so lines without a time of their own inherit what a single pass would give them."""
         return FileScan(input=item, hints=self.hints, global_ranks=set(self.global_ranks),
                         local_ranks=set(self.local_ranks), worker_pids=dict(self.worker_pids),
+                        process_pids=set(self.process_pids),
                         srun_tasks=set(self.srun_tasks), tasks_are_nodes=self.tasks_are_nodes,
                         task_layout_read=self.task_layout_read,
                         first_time=self.first_time,
@@ -103,8 +114,8 @@ class PartRecord:
     the part: per block, the ranks its launcher prefixes named and whether the scan took the
     file for several ranks' output; the hits whose time comes from before the part."""
 
-    census: list = field(default_factory=list)  # per block: (globals, locals, srun tasks) seen in it
-    several: list = field(default_factory=list)  # per block: _several_streams when its lines were matched
+    census: list = field(default_factory=list)  # per block: (globals, locals, srun tasks, worker pids) seen in it
+    several: list = field(default_factory=list)  # per block: streams_view when its lines were matched
     times_before: list = field(default_factory=list)  # (index of a hit, its rank stream): time from before
 
 
@@ -170,7 +181,7 @@ class Scanner:
             nccl_locals = {int(local) for local in set(_NCCL_LOCAL.findall(data))} if b"] NCCL " in data else set()
         else:
             bracket, nccl_locals = hints
-        seen_globals, seen_locals = set(), set()
+        seen_globals, seen_locals, pids = set(), set(), set()
         if bracket:
             for role, local, global_rank in _prefix_census(block):
                 if role == b"rank":
@@ -182,8 +193,10 @@ class Scanner:
                     seen_globals.add(int(global_rank))
         head = b"\n" + data[:65536]  # prefixes on every line show in a block's first lines
         if b"pid=" in head:
-            for pid, rank in set(_PID_RANK_CENSUS.findall(data)):
+            for pid, rank in set(_PID_RANK_CENSUS.findall(data)) | set(_PID_SETUP_RANK_CENSUS.findall(data)):
                 scan.worker_pids.setdefault(int(pid), int(rank))
+            pids = {int(pid) for pid in set(_PID_CENSUS.findall(b"\n" + data))}
+            _ranks_workers_name(head, scan)
         if b">:" in head and b"<std" in head:
             seen_globals.update(int(rank) for rank in set(_MPI_CENSUS.findall(b"\n" + data)))
         tasks = {int(task) for task in set(_SRUN_CENSUS.findall(head))} if _SRUN_CENSUS.search(head) else set()
@@ -191,8 +204,8 @@ class Scanner:
             scan.task_layout_read = True  # one block tells how srun started the job
             scan.tasks_are_nodes = any(role != b"rank" or task != number for task, role, number in set(_TASK_WRAPS.findall(head)))
         if scan.record is not None:
-            scan.record.census.append((frozenset(seen_globals), frozenset(seen_locals), frozenset(tasks)))
-        add_census(scan, seen_globals, seen_locals, tasks)
+            scan.record.census.append((frozenset(seen_globals), frozenset(seen_locals), frozenset(tasks), frozenset(pids)))
+        add_census(scan, seen_globals, seen_locals, tasks, pids)
         new_locals = [local for local in nccl_locals if local < NCCL_LOCALS and local not in scan.nccl_hosts]
         if new_locals:
             _nccl_census(data, new_locals, scan, block.first_line)
@@ -207,7 +220,7 @@ class Scanner:
             scan.stats.invalid_utf8 = True
         self._census(block, scan, hints)
         if scan.record is not None:
-            scan.record.several.append(_several_streams(scan))
+            scan.record.several.append(streams_view(scan))
         # number candidate lines with one pass over the block in all: count from the previous
         # candidate or back from the block's end, whichever is shorter (hits cluster at the end)
         size = len(data)
@@ -290,7 +303,7 @@ class Scanner:
         scan.last_time = block_time
         if scan.first_time is None:
             scan.first_time = self._first_time_in(data)
-        if _several_streams(scan):  # else every line inherits the file's last time (see _inherited_time)
+        if _several_rank_streams(scan):  # else every line inherits the file's last time (see _inherited_time)
             scan.stream_times.update(self._stream_times_before(data, len(data)))
 
     def _match_line(self, raw_line: str, indices, line_number: int, data: bytes, start: int,
@@ -321,7 +334,7 @@ class Scanner:
         same rank stream. In a file of one rank (or none) every earlier line is that rank's; in a
         console of several, another rank's time (or the launcher's, written after the fault) would
         misplace the line, so only the same rank's lines count."""
-        stream = _stream_of(prefix) if _several_streams(scan) else None
+        stream = _rank_stream_of(prefix) if _several_rank_streams(scan) else None
         time = self._last_time_in(data, start, stream)
         if time is not None:
             return time
@@ -339,7 +352,7 @@ class Scanner:
             start = data.rfind(b"\n", 0, end - 1) + 1
             line = data[start:end].decode("utf-8", "replace")
             prefix = parse_prefix(line)
-            stream = _stream_of(prefix)
+            stream = _rank_stream_of(prefix)
             if stream is not None and stream not in times:
                 value = self.clock.parse(line[prefix.offset:])
                 if value is not None:
@@ -366,7 +379,7 @@ class Scanner:
             start = data.rfind(b"\n", 0, end - 1) + 1
             line = data[start:end].decode("utf-8", "replace")
             prefix = parse_prefix(line) if line[:1] in "[0123456789 (" or ": " in line[:40] else None
-            same_stream = stream is None or (prefix is not None and _stream_of(prefix) == stream)
+            same_stream = stream is None or (prefix is not None and _rank_stream_of(prefix) == stream)
             value = self.clock.parse(line[prefix.offset:] if prefix else line) if same_stream else None
             if value is not None:
                 return self._remember(stream, asked_at, value, walked)
@@ -431,11 +444,29 @@ def add_later_ids(scan: FileScan, later: FileScan, shift: int) -> None:
         scan.task_layout_read, scan.tasks_are_nodes = True, later.tasks_are_nodes
 
 
-def add_census(scan: FileScan, seen_globals, seen_locals, tasks) -> None:
+def _ranks_workers_name(head: bytes, scan: FileScan) -> None:
+    """The rank each worker process (by the pid its prefix names) says it is in its own messages'
+    first words (`rank 2: loading shard 5`), read in a block's first lines: kept when at least two
+    thirds of the worker's lines that name a rank name that one."""
+    named: dict[int, Counter] = {}
+    for pid, message in _PID_MESSAGE_CENSUS.findall(head):
+        pid = int(pid)
+        if pid not in scan.worker_pids:
+            rank = leading_rank(message.decode("utf-8", "replace"))
+            if rank is not None:
+                named.setdefault(pid, Counter())[rank] += 1
+    for pid, counts in named.items():
+        rank, top = counts.most_common(1)[0]
+        if 3 * top >= 2 * sum(counts.values()):
+            scan.worker_pids.setdefault(pid, rank)
+
+
+def add_census(scan: FileScan, seen_globals, seen_locals, tasks, pids=()) -> None:
     """Add the ranks one block's launcher prefixes named (srun task ids count as global ranks
-    while no prefix names ranks that are not tasks)."""
+    while no prefix names ranks that are not tasks), and the worker processes they named."""
     scan.global_ranks.update(seen_globals)
     scan.local_ranks.update(seen_locals)
+    scan.process_pids.update(pids)
     scan.srun_tasks.update(tasks)
     if not scan.global_ranks - scan.srun_tasks:
         scan.global_ranks.update(tasks)
@@ -529,17 +560,51 @@ def _valid_utf8(data: bytes) -> bool:
 
 def _tail_window(scan: FileScan) -> tuple[int, int]:
     """(rank streams wanted, lines walked back from the end to find their last lines)."""
-    wanted = len(scan.global_ranks | scan.local_ranks) if _several_streams(scan) else 1
+    wanted = stream_count(scan) if _several_streams(scan) else 1
     return wanted, min(max(TAIL_WALK_LINES, 12 * wanted * TAIL_LINES // 8), 3000)
+
+
+def stream_count(scan: FileScan) -> int:
+    """How many rank or worker-process streams the file's prefixes named."""
+    return len(scan.global_ranks | scan.local_ranks) + len(scan.process_pids)
 
 
 def _several_streams(scan: FileScan) -> bool:
     """Whether the file interleaves the output of several ranks (a combined console)."""
-    return len(scan.global_ranks | scan.local_ranks) > 1
+    return stream_count(scan) > 1
+
+
+@dataclass(frozen=True)
+class Process:
+    """A worker process's stream, known by the pid its prefix names (Ray), before any rank."""
+
+    pid: int
 
 
 def _stream_of(prefix) -> tuple | None:
-    """Which rank's output a prefixed line belongs to (None when the line names no rank)."""
+    """Which rank's (or worker process's) output a prefixed line belongs to (None when the line
+    names neither)."""
+    if prefix.pid is not None:
+        # every line of a Ray worker carries its pid; only some carry a rank too (`[rankN]:` on its
+        # tracebacks, NCCL's `[1] NCCL` on its NCCL lines): they are the same process's
+        return (prefix.outer_host, Process(prefix.pid))
+    return _rank_stream_of(prefix)
+
+
+def _several_rank_streams(scan: FileScan) -> bool:
+    return len(scan.global_ranks | scan.local_ranks) > 1
+
+
+def streams_view(scan: FileScan) -> tuple[bool, bool]:
+    """Whether the file's lines so far are several streams' (for their tails), and several ranks'
+    (for the times lines without one inherit): what a scan of a later part must have seen alike."""
+    return _several_streams(scan), _several_rank_streams(scan)
+
+
+def _rank_stream_of(prefix) -> tuple | None:
+    """Which rank's output a line belongs to by the rank its prefixes name: what a line without a
+    time inherits one from. (A worker process's own lines may be minutes apart; in a console the
+    workers share, the line before in the file is the nearer bound of when it was printed.)"""
     if prefix.rank is None and prefix.local_rank is None:
         return None
     # torchrun writes `[default2]:` on every line and `[rank2]:` only on some: the local rank

@@ -38,7 +38,7 @@ from ..ingest import reader
 from ..ingest.sources import InputFile
 from ..ingest.attribution import hints_from_path
 from .schedule import shares
-from .scanner import FileScan, PartRecord, RawHit, Scanner, add_census, add_later_ids
+from .scanner import FileScan, PartRecord, RawHit, Scanner, add_census, add_later_ids, stream_count, streams_view
 
 SPLIT_MIN_BYTES = 64 * 1024 * 1024  # smaller files are scanned whole
 MIN_PART_BLOCKS = 2  # the smallest part: the last part's worker finds the tails from its last two blocks
@@ -134,8 +134,8 @@ def scan_part(scanner: Scanner, item: InputFile, part: Part, penultimate: bool) 
 
 def _view(scan: FileScan) -> tuple:
     """What the tails of a file depend on besides its last blocks: its rank streams."""
-    streams = scan.global_ranks | scan.local_ranks
-    return len(streams), len(streams) > 1
+    streams = stream_count(scan)
+    return streams, streams > 1
 
 
 def merge_parts(scanner: Scanner, item: InputFile, parts: list[Part], scans: list[PartScan]) -> FileScan:
@@ -219,11 +219,12 @@ def _holds(merged: FileScan, part: Part, scanned: PartScan, year: int | None) ->
     if scanned.year_less and part.reference_year != year:
         return False
     replay = FileScan(input=merged.input, hints=merged.hints, global_ranks=set(merged.global_ranks),
-                      local_ranks=set(merged.local_ranks), srun_tasks=set(merged.srun_tasks))
+                      local_ranks=set(merged.local_ranks), srun_tasks=set(merged.srun_tasks),
+                      process_pids=set(merged.process_pids))
     record: PartRecord = scanned.scan.record
-    for (seen_globals, seen_locals, tasks), several in zip(record.census, record.several):
-        add_census(replay, seen_globals, seen_locals, tasks)
-        if (len(replay.global_ranks | replay.local_ranks) > 1) != several:
+    for census, several in zip(record.census, record.several):
+        add_census(replay, *census)
+        if streams_view(replay) != several:
             return False
     return True
 
@@ -243,8 +244,8 @@ def _absorb(scanner: Scanner, merged: FileScan, scanned: PartScan, offset: int) 
             if compiled.signature.first_only}
     merged.hits += [hit for hit in hits if once.get(id(hit.signature)) not in merged.found_once]
     merged.found_once |= part.found_once
-    for seen_globals, seen_locals, tasks in part.record.census:
-        add_census(merged, seen_globals, seen_locals, tasks)
+    for census in part.record.census:
+        add_census(merged, *census)
     add_later_ids(merged, part, offset)
     merged.first_time = merged.first_time if merged.first_time is not None else part.first_time
     merged.last_time = part.last_time if part.last_time is not None else merged.last_time

@@ -69,6 +69,7 @@ class IncrementalScan:
         scan.local_ranks |= chunk.local_ranks
         scan.global_ranks |= chunk.global_ranks
         scan.srun_tasks |= chunk.srun_tasks
+        scan.process_pids |= chunk.process_pids
         add_later_ids(scan, chunk, first_line - 1)
         # the chunk started from this scan's times (see FileScan.resumed): its are the latest
         scan.first_time = chunk.first_time

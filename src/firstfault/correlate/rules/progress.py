@@ -221,9 +221,9 @@ def _behind(streams: list[StreamActivity]) -> StreamActivity | None:
     templates = {id(stream): [template(line.text) for line in stream.lines] for stream in streams}
     behind = []
     for stream in streams:
-        last = templates[id(stream)][-1]
+        own = templates[id(stream)]
         others = [other for other in streams if other is not stream]
-        passed = [other for other in others if last in templates[id(other)][:-1]]
+        passed = [other for other in others if _went_past(own, templates[id(other)], alone=len(others) == 1)]
         if len(passed) == len(others):
             behind.append(stream)
     if len(behind) == 1:
@@ -237,14 +237,32 @@ def _behind(streams: list[StreamActivity]) -> StreamActivity | None:
     ordered = sorted(timed, key=lambda stream: stream.last_time)
     earliest, rest = ordered[0], ordered[1:]
     spread = rest[-1].last_time - rest[0].last_time
-    return earliest if rest[0].last_time - earliest.last_time > max(60.0, 2 * spread) else None
+    if rest[0].last_time - earliest.last_time <= max(60.0, 2 * spread):
+        return None
+    if len(rest) > 1:
+        return earliest
+    # one other rank: it went on printing what this one prints too, not only what it prints alone
+    own = set(templates[id(earliest)])
+    went_on = any(line.time is not None and line.time > earliest.last_time and template(line.text) in own
+                  for line in rest[0].lines)
+    return earliest if went_on else None
+
+
+def _went_past(own: list[str], other: list[str], alone: bool) -> bool:
+    """Whether another stream printed this one's last message and went on. When it is the only
+    other one (two ranks), going on counts only with a message this one prints too: rank 0 often
+    prints alone by design (a driver worker's model loading), which says nothing of the quiet one."""
+    last = own[-1]
+    seen = [index for index, text in enumerate(other[:-1]) if text == last]
+    return bool(seen) and (not alone or any(text in own for text in other[seen[-1] + 1:]))
 
 
 RANK_ALONE_WORK = ("evaluat", "validat", "saving", "checkpoint", "download", "predict", "tokeniz", "preprocess",
                    "loading", "uploading", "writing", "syncing")
 
 
-RANK_ALONE_DONE = ("saved", "done", "finished", "complete", "wrote", "written", "loaded", "uploaded", "downloaded")
+RANK_ALONE_DONE = ("saved", "done", "finished", "complete", "wrote", "written", "loaded", "uploaded", "downloaded",
+                   " took ")  # "loading weights took 71.4 seconds"
 
 
 WORK_ALONE_SLACK_SECONDS = 1.0  # the others' last lines may carry the same instant (host clocks)
