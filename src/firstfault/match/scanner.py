@@ -261,7 +261,10 @@ class Scanner:
                 line = _display_text(raw[:2000].decode("utf-8", "replace"))
                 prefix = parse_prefix(line)
                 stream = _stream_of(prefix)  # the same key in every chunk of a growing file
-                if stream is None and not several and scan.hints.rank is None and scan.hints.local_rank is None:
+                # a line no prefix ties to a rank that names its rank first (`rank 2: step 11`): that
+                # rank's, also in a console where only torch's tracebacks carry `[rankN]:` (torchrun
+                # without --tee); in a file of one rank, its name says whose every line is
+                if stream is None and scan.hints.rank is None and scan.hints.local_rank is None:
                     named = leading_rank(line[prefix.offset:])
                     if named is not None:
                         stream, text_ranks = (None, named), True
