@@ -155,14 +155,21 @@ def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]
         if offset is None and not any_node_hints and not host_offsets and not blocks and len(file_nodes) <= 1:
             offset = 0  # single node: local rank == global rank
         context = _FileContext(scan, world, hosts[scan.input.display], several)
+        nodes = several_nodes(scan)
         for hit in scan.hits:
             host = hit.prefix.host
-            rank, host = context.who(hit, host_offsets.get(host, offset) if host else offset)
+            rank, host = context.who(hit, host_offsets.get(host, None if nodes else offset) if host else offset)
             origin = Origin(source=scan.input.display, line=hit.line, rank=rank, host=host,
                             time=hit.time, time_inherited=hit.time_inherited, local_rank=hit.prefix.local_rank)
             matches.append(Match(hit.signature, LogLine(hit.text, origin), hit.captures, order))
             order += 1
     return matches
+
+
+def several_nodes(scan: FileScan) -> bool:
+    """Whether the file's rank streams come from several hosts' prefixes (pdsh: `node-1: [default0]:`):
+    a local rank there is global only through its own host's offset, not the file's."""
+    return len({stream[0] for stream in scan.tails if stream is not None and stream[0]}) > 1
 
 
 def _host_offsets(scans: list[FileScan]) -> dict[str, int]:
@@ -175,6 +182,12 @@ def _host_offsets(scans: list[FileScan]) -> dict[str, int]:
                 offsets[hit.prefix.host] = int(hit.captures["node_rank"]) * int(hit.captures["local_procs"])
             elif hit.signature.name == LAUNCHER_WORLD and not offsets:
                 offsets.update(world_info_offsets(hit.captures["world"]))
+    paired: dict[str, Counter] = {}  # `host: [defaultL]:[rankG]:` lines: that host's global - local
+    for scan in scans:
+        for (host, local, global_rank), count in scan.host_pairs.items():
+            paired.setdefault(host, Counter())[global_rank - local] += count
+    for host, differences in paired.items():
+        offsets.setdefault(host, differences.most_common(1)[0][0])
     return offsets
 
 
@@ -281,6 +294,7 @@ def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles
     files = files or job_files(scans)
     world = files.local_world
     hosts = files.hosts
+    host_offsets = _host_offsets(scans)
     file_ranks: dict[str, Counter] = {}
     for match in matches:
         if match.line.origin.rank is not None:
@@ -288,6 +302,7 @@ def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles
     activity = []
     for scan in scans:
         offset = _file_offset(scan, world)
+        nodes = several_nodes(scan)
         for stream, lines in scan.tails.items():
             if stream is None:
                 rank = scan.hints.rank if scan.hints.rank is not None else _own_file_rank(scan, offset)
@@ -302,8 +317,10 @@ def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles
                 if isinstance(index, Process):
                     named = identity.rank_of(pid_key(index.pid)) if identity is not None else None
                     rank = scan.worker_pids.get(index.pid, named.value if named else None)
+                elif index in scan.local_ranks and nodes:
+                    rank = index + host_offsets[host] if host in host_offsets else None
                 elif index in scan.local_ranks and offset is not None:
-                    rank = index + offset
+                    rank = index + host_offsets.get(host, offset)
                 else:
                     rank = index
             activity.append(StreamActivity(scan.input.display, rank, host,

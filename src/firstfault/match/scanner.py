@@ -46,6 +46,11 @@ _PID_SETUP_RANK_CENSUS = re.compile(rb"\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:
 _PID_CENSUS = re.compile(rb"\n\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})[,)]")
 # such a worker's line and its message, whose first words may name the worker's rank (`rank 2: ...`)
 _PID_MESSAGE_CENSUS = re.compile(rb"\n\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:, ip=[\d.]{7,15})?\) ([^\n]{1,80})")
+# a host's prefix around torchrun's pair (pdsh: `gpu-node-1: [default0]:[rank2]:`): that host's
+# local rank 0 is global rank 2 (the node's offset, where one console holds several nodes)
+_HOST_LINE = re.compile(rb"\n(?:[A-Za-z][\w.-]{0,62}\d[\w.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}): ")
+_HOST_PAIR_CENSUS = re.compile(rb"\n([A-Za-z][\w.-]{0,62}\d[\w.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}): "
+                               rb"\[[A-Za-z_-]*?(\d{1,6})\]:\[rank(\d{1,6})\]:")
 _MPI_CENSUS = re.compile(rb"\n\[(?:\d{1,6},)?(\d{1,6})\]<std(?:out|err)>:")
 _NCCL_LINE = re.compile(
     rb"\n(?:\s{0,3}\d{1,5}: )?(?:\[[^\]\n]{1,40}\]:)*(?:[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]{0,63}):(\d+):\d+ \[(\d{1,3})\] (?:[\w./-]{1,80}:\d{1,6} )?NCCL ")
@@ -77,6 +82,7 @@ class FileScan:
     local_ranks: set = field(default_factory=set)
     global_ranks: set = field(default_factory=set)
     local_to_global: Counter = field(default_factory=Counter)
+    host_pairs: Counter = field(default_factory=Counter)  # (host, local, global) from `host: [defaultL]:[rankG]:`
     nccl_hosts: dict = field(default_factory=dict)  # local rank -> host
     nccl_pids: dict = field(default_factory=dict)  # (host, cudaDev) -> (pid, line) of NCCL's first line for it
     worker_pids: dict = field(default_factory=dict)  # pid -> the rank a Ray/vLLM worker says it is
@@ -192,6 +198,9 @@ class Scanner:
                     scan.local_to_global[(int(local), int(global_rank))] += 1
                     seen_globals.add(int(global_rank))
         head = b"\n" + data[:65536]  # prefixes on every line show in a block's first lines
+        if bracket and b"]:[rank" in data and _HOST_LINE.search(head):
+            for host, local, global_rank in _HOST_PAIR_CENSUS.findall(b"\n" + data):
+                scan.host_pairs[(host.decode(), int(local), int(global_rank))] += 1
         if b"pid=" in head:
             for pid, rank in set(_PID_RANK_CENSUS.findall(data)) | set(_PID_SETUP_RANK_CENSUS.findall(data)):
                 scan.worker_pids.setdefault(int(pid), int(rank))
@@ -435,6 +444,7 @@ def add_later_ids(scan: FileScan, later: FileScan, shift: int) -> None:
     per local rank, Ray worker pids, local->global pairs, how srun started the job), its line
     numbers shifted by `shift`: the first of each wins, as in one scan of the whole file."""
     scan.local_to_global.update(later.local_to_global)
+    scan.host_pairs.update(later.host_pairs)
     for local, host in later.nccl_hosts.items():
         if local not in scan.nccl_hosts:
             scan.nccl_hosts[local] = host
