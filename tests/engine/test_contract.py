@@ -65,6 +65,19 @@ def test_unknown_failure_still_names_the_rank_that_failed_first(tmp_path):
     assert terminal.splitlines()[1].strip().startswith(b"started on rank 3")
 
 
+def test_a_failure_every_rank_raised_alike_starts_on_every_rank_in_every_report(tmp_path):
+    """No rank started it (every rank refused the nccl backend): the JSON names none, and the
+    terminal and Markdown reports say every rank alike rather than a rank they do not know."""
+    (tmp_path / "console.log").write_text("".join(
+        f"[rank{rank}]: RuntimeError: Distributed package doesn't have NCCL built in\n" for rank in range(3)))
+    report = json.loads(run_cli("diagnose", str(tmp_path), "--format", "json").stdout)
+    assert report["primary"]["failure_id"] == "cuda-unavailable" and report["primary"]["initiating"]["rank"] is None
+    terminal = run_cli("diagnose", str(tmp_path), "--color", "never").stdout.decode()
+    markdown = run_cli("diagnose", str(tmp_path), "--format", "markdown").stdout.decode()
+    assert terminal.splitlines()[1].strip().startswith("started on every rank alike")
+    assert "started on every rank alike" in markdown and "rank unknown" not in terminal + markdown
+
+
 def test_terminal_and_markdown_lead_with_the_answer(assert_log_dir):
     terminal = run_cli("diagnose", str(assert_log_dir)).stdout.decode()
     markdown = run_cli("diagnose", str(assert_log_dir), "--format", "markdown").stdout.decode()

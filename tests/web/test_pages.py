@@ -194,3 +194,13 @@ def test_snapshots_of_the_result_page_and_timeline(fake_pipeline, snapshot):
 
     snapshot("result-canned.html", page.replace(f"firstfault {__version__}", "firstfault VERSION"))
     assert "Lower the micro-batch on rank 1" in page  # placeholders filled from the diagnosis
+
+
+def test_a_failure_every_rank_raised_alike_starts_on_no_single_rank():
+    """The real pipeline: both ranks refuse the nccl backend (a CPU-only build); the page says the
+    failure started on every rank alike, not on a rank it does not know."""
+    text = "".join(f"[rank{rank}]: RuntimeError: Distributed package doesn't have NCCL built in\n" for rank in range(2))
+    with TestClient(create_app(history=False)) as client:
+        page = client.post("/diagnose", data={"text": text}, headers=HTML)
+    assert page.status_code == 200
+    assert 'id="initiating-rank">every rank alike<' in page.text

@@ -116,17 +116,19 @@ def with_core_classes(diagnosis: Diagnosis, facts: Facts) -> Diagnosis:
 
 
 def _finding(failure_id: str, own: list[Match], initiating: Match, where: Evidence | None = None) -> Finding:
-    # (a rule may have re-tied the initiating line to another rank, or to none: it is one line still)
+    # (a rule may have re-tied the initiating line to another rank, or to none: it is one line still,
+    # listed as the rules tied it, or as its own when they tied it to no rank: "[rank0]: ..." is rank 0's)
     here = (initiating.line.origin.source, initiating.line.origin.line, initiating.signature.name)
-    ordered = [initiating, *(m for m in sorted(own, key=time_key)
-                             if (m.line.origin.source, m.line.origin.line, m.signature.name) != here)]
+    same = [m for m in own if (m.line.origin.source, m.line.origin.line, m.signature.name) == here]
+    untied = initiating.line.origin.rank is None and same and same[0].line.origin.rank is not None
+    ordered = [same[0] if untied else initiating, *(m for m in sorted(own, key=time_key) if m not in same)]
     weights = [m.signature.weight for m in own if m.role != "collateral"] or [initiating.signature.weight]
     confidence = min(0.99, max(weights) + 0.05 * min(len({m.line.origin.rank for m in own}), 1))
     ranks = sorted({m.line.origin.rank for m in own if m.line.origin.rank is not None})
     hosts = sorted({m.line.origin.host for m in own if m.line.origin.host})
     message = _fill(initiating.signature.message, initiating, where)
     evidence = [evidence_of(m) for m in ordered[:EVIDENCE_LINES]]
-    if where is not None:
+    if where is not None and not untied:
         evidence[0] = where  # the first line, with the rank and host the rules tied it to
     return Finding(failure_id, confidence, tuple(evidence), tuple(ranks), tuple(hosts), len(own), message)
 

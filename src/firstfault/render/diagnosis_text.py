@@ -81,12 +81,26 @@ def who(evidence: Evidence) -> str:
     return ", ".join(parts) or "rank unknown"
 
 
+# rules that decided no single rank started the failure, and how a report says so
+NO_SINGLE_RANK = {"every-rank-alike": "every rank alike", "mismatch-no-odd-one": "no single rank"}
+
+
+def no_single_rank(rules) -> str:
+    """How a report names the start when a rule decided no one rank started it ('' otherwise):
+    `rules`, the ids of the verdict's steps."""
+    return next((NO_SINGLE_RANK[rule] for rule in rules if rule in NO_SINGLE_RANK), "")
+
+
 def started_line(diagnosis: Diagnosis, names: Names) -> str:
     initiating = diagnosis.initiating
     if initiating is None:
         return ""
     when = iso_time(initiating.time)
-    return f"started on {who(initiating)}" + (f" at {when}" if when else "") + f" ({names.where(initiating)})"
+    where = who(initiating)
+    alike = no_single_rank(step.rule for step in diagnosis.because) if initiating.rank is None else ""
+    if alike:
+        where = alike + (f", first on host {initiating.host}" if initiating.host else "")
+    return f"started on {where}" + (f" at {when}" if when else "") + f" ({names.where(initiating)})"
 
 
 def ranks_phrase(ranks) -> str:

@@ -52,7 +52,7 @@ def fix_sections(kb, document: dict):
 def result_page(request: Request, document: dict, record_id: int | None, created: float | None = None,
                 seen_before: str = ""):
     from ..model import Skipped
-    from ..render.diagnosis_text import ACTION_TEXT, expected_empty
+    from ..render.diagnosis_text import ACTION_TEXT, expected_empty, no_single_rank
 
     kb = request.app.state.kb
     entry, sections = fix_sections(kb, document)
@@ -62,4 +62,6 @@ def result_page(request: Request, document: dict, record_id: int | None, created
     return render(request, "result.html", page="diagnose", doc=document, entry=entry, sections=sections,
                   titles=titles, record_id=record_id, created=created, labels=labels_of(document),
                   timeline_caption=caption_of(document), skipped=skipped, expected_empty=len(items) - len(skipped),
-                  action_texts=ACTION_TEXT, seen_before=seen_before)
+                  action_texts=ACTION_TEXT, seen_before=seen_before,
+                  no_single_rank=no_single_rank(step.get("rule") for step in document.get("because") or ()
+                                                if isinstance(step, dict)))
