@@ -90,3 +90,19 @@ def test_a_rank_the_logs_do_not_show_is_said_so(answered):
     _, _, contract = answered[0]
     reply = answer(intent_of("what did rank 4096 do last"), contract, KB)
     assert "nothing of rank 4096" in reply.lines[0]
+
+
+def test_why_not_a_rank_when_every_rank_raised_it_alike():
+    """Every rank refused the nccl backend (a real run): asked why not rank 0, the answer says rank 0
+    raised it too, as its own first error, cites that line, and names the rule that decided no
+    single rank started it; it does not call rank 0's errors collateral."""
+    case = FIXTURES / "real" / "nccl-on-cpu-build-twonode-ws4-r1"
+    contract = to_contract(diagnose_paths([str(case / "logs")], kb=KB))
+    assert contract["primary"]["initiating"]["rank"] is None
+    row = next(row for row in contract["ranks"] if row["rank"] == 0)
+    reply = answer(intent_of("why not rank 0?"), contract, KB)
+    text = " ".join(reply.lines)
+    assert "Rank 0 raised the first fault too" in text and "collateral" not in text
+    assert "rule `every-rank-alike`" in text and "every rank alike" in text
+    cited = row["first_error_line"]
+    assert (cited["source"], cited["line"]) in {(item["source"], item["line"]) for item in reply.evidence}

@@ -131,3 +131,14 @@ async def test_codes_link_the_web_apps_entry_page_while_it_runs(tmp_path, cache_
             await client.stop()
         web.terminate()
         web.wait(timeout=30)
+
+
+async def test_a_failure_every_rank_raised_alike_is_marked_as_started_on_every_rank(lsp, run_folder):
+    """Every rank refused the nccl backend (a real run): the first-fault marker says every rank
+    alike, not a rank it does not know."""
+    logs = run_folder("nccl-on-cpu-build-tee-ws2-r1")
+    open_file(lsp, logs / "console.log")
+    items = await wait_for(lambda: diagnostics_of(lsp, logs / "console.log"), "diagnostics on console.log")
+    [error] = [item for item in items if item.severity == ERROR]
+    assert error.code == "cuda-unavailable"
+    assert "every rank alike" in error.message and "rank unknown" not in error.message

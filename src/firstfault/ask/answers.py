@@ -102,8 +102,18 @@ def _failure_words(contract: dict) -> str:
 
 
 def _deciding_rule(contract: dict) -> dict | None:
+    """The step that decided where the failure started: one that decided no single rank did, else
+    the first."""
+    from ..render.diagnosis_text import NO_SINGLE_RANK
+
     because = contract.get("because") or []
-    return because[0] if because else None
+    return next((item for item in because if item.get("rule") in NO_SINGLE_RANK), because[0] if because else None)
+
+
+def _no_single_rank(contract: dict) -> str:
+    from ..render.diagnosis_text import no_single_rank
+
+    return no_single_rank(item.get("rule") for item in contract.get("because") or [])
 
 
 def _because_lines(contract: dict) -> tuple[list[str], tuple[dict, ...]]:
@@ -122,16 +132,19 @@ def _why(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
         lines, cited = _because_lines(contract)
         return Answer(intent.kind, ("The run is healthy:", *lines), cited)
     where, first = _where(contract), _first_fault_line(contract)
-    head = f"The first fault is {_failure_words(contract)}, on {_who(where)}, at {_at(first or where)}."
+    head = f"The first fault is {_failure_words(contract)}, on {_who(where, contract)}, at {_at(first or where)}."
     lines, cited = _because_lines(contract)
     return Answer(intent.kind, (head, "How it was decided, rule by rule:", *lines),
                   _unique(_cite(first or where, first.get("text")) + cited))
 
 
-def _who(place: dict) -> str:
+def _who(place: dict, contract: dict | None = None) -> str:
     parts = []
+    alike = _no_single_rank(contract) if contract is not None and place.get("rank") is None else ""
     if place.get("rank") is not None:
         parts.append(f"rank {place['rank']}")
+    elif alike:
+        parts.append(alike + " (no single rank started it)")
     if place.get("host"):
         parts.append(f"host {place['host']}")
     return " on ".join(parts) if parts else "a process the logs do not name (no rank or host on its line)"
@@ -147,7 +160,13 @@ def _why_not_rank(intent, contract, kb, recurrence, history_on, baseline=None) -
     row = _rank_row(contract, rank)
     lines, cited = [], ()
     consequence = next((item for item in contract.get("collateral") or [] if rank in (item.get("ranks") or [])), None)
-    if consequence is not None:
+    primary = _primary(contract)
+    own_first = row is not None and row.get("first_error") in (primary.get("entry_id"), primary.get("failure_id"))
+    if own_first and _no_single_rank(contract):
+        lines.append(f"Rank {rank} raised the first fault too, as its own first error ({_at(row.get('first_error_line'))}): "
+                     "no single rank started it.")
+        cited += _cite(row.get("first_error_line"))
+    elif consequence is not None:
         first = consequence.get("first") or {}
         lines.append(f"Rank {rank}'s errors are collateral: {consequence.get('entry_id') or consequence.get('failure_id')}"
                      f" ({consequence.get('summary') or 'a consequence'}), on ranks {_ranks(consequence.get('ranks'))}, "
@@ -164,7 +183,7 @@ def _why_not_rank(intent, contract, kb, recurrence, history_on, baseline=None) -
         cited += state_cited
     first = _first_fault_line(contract)
     rule = _deciding_rule(contract)
-    lines.append(f"The first fault is {_failure_words(contract)} on {_who(where)}, at {_at(first or where)}"
+    lines.append(f"The first fault is {_failure_words(contract)} on {_who(where, contract)}, at {_at(first or where)}"
                  + (f"; rule `{rule['rule']}`: {rule['text']}." if rule else "."))
     cited += _cite(first or where, first.get("text"))
     if rule:
@@ -227,7 +246,7 @@ def _why_not_host(intent, contract, kb, recurrence, history_on, baseline=None) -
         return Answer(intent.kind, (f"It is {intent.host}: the first fault is there.", *told.lines), told.evidence)
     told = _host_last(intent, contract, kb, recurrence, history_on)
     first = _first_fault_line(contract)
-    return Answer(intent.kind, (*told.lines, f"The first fault is {_failure_words(contract)} on {_who(where)}, "
+    return Answer(intent.kind, (*told.lines, f"The first fault is {_failure_words(contract)} on {_who(where, contract)}, "
                                              f"at {_at(first or where)}."), told.evidence + _cite(first or where, first.get("text")))
 
 
@@ -245,7 +264,7 @@ def _why_not_class(intent, contract, kb, recurrence, history_on, baseline=None) 
         consequences = next((item for item in contract.get("because") or [] if item["rule"] == "consequences"), None)
         lines = [f"{best.get('entry_id') or best.get('failure_id')} is collateral: {best.get('summary') or 'a consequence'}"
                  f" (ranks {_ranks(best.get('ranks'))}, first at {_at(first)}).",
-                 f"It came after the first fault, {_failure_words(contract)} on {_who(where)} at {_at(first_line or where)}"
+                 f"It came after the first fault, {_failure_words(contract)} on {_who(where, contract)} at {_at(first_line or where)}"
                  + (f"; rule `consequences`: {consequences['text']}." if consequences else ".")]
         return Answer(intent.kind, tuple(lines), _cite(first, first.get("text")) + _cite(first_line or where, first_line.get("text")))
     candidates = [item for item in contract.get("candidates") or []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..model import Diagnosis
 from ..render.contract import iso_time
-from ..render.diagnosis_text import entry_or_none, who
+from ..render.diagnosis_text import entry_or_none, start_of, who
 from ..render.entry_sections import FixOption, fix_blocks, verify_steps
 from ..render.markdown import code_span
 from .markers import COLLATERAL, FIRST_FAULT, SAME_FAILURE, Marker, place, title_of
@@ -33,14 +33,14 @@ def _marker_text(marker: Marker, diagnosis: Diagnosis, kb, href) -> str:
     if marker.kind == FIRST_FAULT and primary is not None:
         when = iso_time(first.time) if first is not None else None
         lines[0] += f" · confidence {primary.confidence:.2f}"
-        lines.append(f"First fault: {who(first)}" + (f" at {when}" if when else "") + ".")
+        lines.append(f"First fault: {start_of(diagnosis)}" + (f" at {when}" if when else "") + ".")
         if primary.message:
             lines.append(f"> {primary.message}")
     elif marker.kind == SAME_FAILURE and first is not None:
-        lines.append(f"Evidence of the first fault ({who(first)}, {code_span(place(first))}).")
+        lines.append(f"Evidence of the first fault ({start_of(diagnosis)}, {code_span(place(first))}).")
     elif marker.kind == COLLATERAL and primary is not None and first is not None:
         lines.append(f"Collateral ({who(marker.as_evidence())}), not the cause: it follows the first fault, "
-                     f"**{title_of(kb, primary.failure_id)}** on {who(first)} at {code_span(place(first))}.")
+                     f"**{title_of(kb, primary.failure_id)}** on {start_of(diagnosis)} at {code_span(place(first))}.")
     else:
         lines.append(marker.message)
     explained = primary.failure_id if primary is not None and marker.kind in (FIRST_FAULT, SAME_FAILURE, COLLATERAL) else marker.entry_id

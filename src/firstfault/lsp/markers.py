@@ -16,7 +16,7 @@ from pathlib import PurePath
 
 from ..correlate.verdict import evidence_of
 from ..model import Diagnosis, Evidence, Finding, Match
-from ..render.diagnosis_text import entry_or_none, who
+from ..render.diagnosis_text import entry_or_none, start_of, who
 
 ERROR, WARNING, INFORMATION = "error", "warning", "information"
 FIRST_FAULT, SAME_FAILURE, COLLATERAL, ERROR_LINE, FAILURE_SEEN = (
@@ -72,7 +72,7 @@ def markers_for(diagnosis: Diagnosis, kb, matches: Iterable[Match] = ()) -> list
         return _unexplained(diagnosis, kb)[:MAX_MARKERS]
     primary, first = diagnosis.primary, diagnosis.initiating
     title = title_of(kb, primary.failure_id)
-    back = Related(first.source, first.line, f"first fault: {title} ({who(first)})")
+    back = Related(first.source, first.line, f"first fault: {title} ({start_of(diagnosis)})")
     seen = {(first.source, first.line)}
     same = []
     for item in primary.evidence:
@@ -80,7 +80,7 @@ def markers_for(diagnosis: Diagnosis, kb, matches: Iterable[Match] = ()) -> list
             continue
         seen.add((item.source, item.line))
         same.append(Marker(item.source, item.line, WARNING, SAME_FAILURE, primary.failure_id,
-                           f"{title} ({who(item)}): evidence of the first fault, which started on {who(first)} at {place(first)}",
+                           f"{title} ({who(item)}): evidence of the first fault, which started on {start_of(diagnosis)} at {place(first)}",
                            item.text, (back,), item.rank, item.host))
     collateral = []
     for finding, item in _collateral_lines(diagnosis.collateral, list(matches)):
@@ -89,12 +89,12 @@ def markers_for(diagnosis: Diagnosis, kb, matches: Iterable[Match] = ()) -> list
         seen.add((item.source, item.line))
         collateral.append(Marker(item.source, item.line, INFORMATION, COLLATERAL, finding.failure_id,
                                  f"Collateral, not the cause: {title_of(kb, finding.failure_id)} ({who(item)}). "
-                                 f"It follows the first fault, {title} on {who(first)} at {place(first)}",
+                                 f"It follows the first fault, {title} on {start_of(diagnosis)} at {place(first)}",
                                  item.text, (back,), item.rank, item.host))
     followed = [Related(marker.source, marker.line, _link_text(marker, kb)) for marker in same + collateral]
     cause = f": {primary.message}" if primary.message else f": {_quote(first.text)}"
     head = Marker(first.source, first.line, ERROR, FIRST_FAULT, primary.failure_id,
-                  f"{title} — first fault, {who(first)}{cause}", first.text, tuple(followed[:MAX_RELATED]),
+                  f"{title} — first fault, {start_of(diagnosis)}{cause}", first.text, tuple(followed[:MAX_RELATED]),
                   first.rank, first.host)
     return [head, *same, *collateral][:MAX_MARKERS]
 

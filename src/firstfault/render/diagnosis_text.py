@@ -91,16 +91,24 @@ def no_single_rank(rules) -> str:
     return next((NO_SINGLE_RANK[rule] for rule in rules if rule in NO_SINGLE_RANK), "")
 
 
+def start_of(diagnosis: Diagnosis) -> str:
+    """Where the failure started, as every report says it: its rank and host, or that no single
+    rank started it when a rule decided so."""
+    first = diagnosis.initiating
+    if first is None:
+        return "rank unknown"
+    alike = no_single_rank(step.rule for step in diagnosis.because) if first.rank is None else ""
+    if alike:
+        return alike + (f", first on host {first.host}" if first.host else "")
+    return who(first)
+
+
 def started_line(diagnosis: Diagnosis, names: Names) -> str:
     initiating = diagnosis.initiating
     if initiating is None:
         return ""
     when = iso_time(initiating.time)
-    where = who(initiating)
-    alike = no_single_rank(step.rule for step in diagnosis.because) if initiating.rank is None else ""
-    if alike:
-        where = alike + (f", first on host {initiating.host}" if initiating.host else "")
-    return f"started on {where}" + (f" at {when}" if when else "") + f" ({names.where(initiating)})"
+    return f"started on {start_of(diagnosis)}" + (f" at {when}" if when else "") + f" ({names.where(initiating)})"
 
 
 def ranks_phrase(ranks) -> str:
