@@ -462,10 +462,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         "tensor-dtype-mismatch",
         "At global step 2 rank {rank}'s batch came as float64 (a new exporter's records); the first Linear "
         "raised 'mat1 and mat2 must have the same dtype, but got Double and Float'. The other ranks failed in "
-        "the DDP all_reduce. (The knowledge base has two entries for this message, the general one and the "
-        "mixed-precision one: either names the fault.)",
+        "the DDP all_reduce.",
         evidence="mat1 and mat2 must have the same dtype",
-        also_acceptable=("dtype-mismatch", *PEER), train_args=("--inject", "double-input:{rank}:2"), layouts=LAYOUTS,
+        also_acceptable=PEER, train_args=("--inject", "double-input:{rank}:2"), layouts=LAYOUTS,
         default_layout="plain", default_world_size=3, default_rank=2),
     Scenario(
         "host-alloc-refused", "a 4 GiB buffer on a rank whose container caps virtual memory (ulimit -v)",
