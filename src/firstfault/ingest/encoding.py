@@ -61,3 +61,20 @@ class Utf16Stream:
 
     def close(self) -> None:
         pass
+
+
+MAX_TRANSCODED_BYTES = 64 * 1024 * 1024  # a UTF-16 paste read whole as UTF-8 (larger ones stream)
+
+
+def as_utf8(item, head: bytes | None):
+    """`item` (an ingest.sources.InputFile) as UTF-8 content when it is a UTF-16 text of at most
+    MAX_TRANSCODED_BYTES, so that what is done to a pasted text (a margin, line numbers, hard
+    wraps, several files in one) is done to it too; else `item` itself."""
+    from dataclasses import replace
+
+    encoding = utf16_encoding(head) if head else None
+    data = item.whole(MAX_TRANSCODED_BYTES) if encoding else None
+    if data is None:
+        return item
+    return replace(item, path=None, content=data.decode(encoding, "replace").encode("utf-8"))
+

@@ -2,7 +2,8 @@
 
     inputs = as_written(inputs)
 
-Each input passes, in this order: the margin of a Markdown code block or a reply's quote is taken
+Each input passes, in this order: a UTF-16 text of a few inputs (Windows PowerShell's `>`) is read
+as UTF-8 (`encoding`), so that all below applies to it too; the margin of a Markdown code block or a reply's quote is taken
 off (`margin`); so are the line numbers of `grep -n` or `cat -n` output (`numbered`, only when a few
 inputs are given, as below); a paste's hard-wrapped lines are joined again (`wrapped`, only when a few inputs
 are given: a job's own files are never wrapped); a collector's time before every line goes behind
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from .collected import as_logged
 from .combined import split_combined
+from .encoding import as_utf8
 from .margin import FIRST_BYTES, without_margin
 from .numbered import without_line_numbers
 from .sources import InputFile
@@ -30,7 +32,7 @@ def as_written(inputs: list[InputFile]) -> list[InputFile]:
 
 def _as_written(item: InputFile, pasted: bool) -> list[InputFile]:
     head = item.head(FIRST_BYTES)
-    rewrites = (without_margin, without_line_numbers, _unwrapped, as_logged) if pasted else (without_margin, as_logged)
+    rewrites = (as_utf8, without_margin, without_line_numbers, _unwrapped, as_logged) if pasted else (without_margin, as_logged)
     for rewrite in rewrites:
         rewritten = rewrite(item, head)
         if rewritten is not item:
