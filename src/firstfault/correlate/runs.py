@@ -5,11 +5,14 @@ in a subfolder) is another run.
 
     runs = runs_of(facts.inputs)              # {file: its run's number} of each timed file
     same_run(runs, "console.log", "rerun/console.log")   # False when no overlap joins them
+    finish_covers(runs, "previous-run/slurm-7.out", "train.log")   # False: untimed, outside its folder
 
 Only a finish line is held to it (correlate/rules/ending.py): it is not used to split a job's files
 otherwise.
 """
 from __future__ import annotations
+
+from pathlib import PurePath
 
 from ..model import InputSummary
 
@@ -35,3 +38,13 @@ def same_run(runs: dict[str, int], one: str, other: str) -> bool:
     if one == other or one not in runs or other not in runs:
         return True
     return runs[one] == runs[other]
+
+
+def finish_covers(runs: dict[str, int], finished: str, failed: str) -> bool:
+    """Whether a finish written for the file `finished` (its run's file) speaks for an error in
+    `failed`: their times join them in one run; or, when either has no times, `failed` lies in
+    `finished`'s folder or below it (a run kept in a folder of its own, `previous-run/`, says
+    nothing of the files beside that folder)."""
+    if finished in runs and failed in runs:
+        return same_run(runs, finished, failed)
+    return PurePath(finished).parent in (PurePath(failed).parent, *PurePath(failed).parent.parents)

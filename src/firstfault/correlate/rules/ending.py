@@ -14,7 +14,7 @@ from ...match.progress_lines import is_progress
 from ...model import Match
 from ..events import time_key
 from ..facts import Facts
-from ..runs import runs_of, same_run
+from ..runs import finish_covers, runs_of
 from . import Decision, rule
 
 # sacct's table is the scheduler's account of the finished job: it comes after everything the job printed
@@ -108,7 +108,7 @@ def job_finished(facts: Facts, decision: Decision) -> Decision | None:
     run = _run_file(facts, last)
     for failure in failures:
         # (a finish in another run, kept beside the failed one, says nothing about it)
-        order = (True if _is_accounting(last) else _before(failure, last)) and same_run(runs, failure.line.origin.source, run)
+        order = (True if _is_accounting(last) else _before(failure, last)) and finish_covers(runs, run, failure.line.origin.source)
         if not order:
             return None  # something failed after it, or nothing says it came first, or in another run
     if _last_progress_failed(facts, last):
