@@ -218,6 +218,20 @@ def test_nothing_failed_without_failure_signs():
     assert rule("nothing-failed").apply(signed, start(signed)) is None
 
 
+def test_nothing_failed_says_when_the_logs_show_no_finish_and_no_progress():
+    """Healthy, as the contract has it (no line shows a failure), but when nothing shows the job
+    finishing or training going on, the report says so (a hang or a kill leaves no line)."""
+    quiet = facts([context("frame", 3)], activity=[stream(0, [(3, 10.0, "loading weights")])])
+    decided = rule("nothing-failed").apply(quiet, start(quiet))
+    assert decided.status == "healthy" and "nor do they show the job finishing" in decided.notes[-1]
+    steps = StreamActivity("rank0.log", 0, None, (StreamLine(3, 10.0, "step 10 loss 2.1"),), False,
+                           (StreamLine(3, 10.0, "step 10 loss 2.1"),))
+    training = facts([context("frame", 3)], activity=[steps])
+    assert not rule("nothing-failed").apply(training, start(training)).notes
+    finished = facts([context("job-succeeded", 4)], activity=[stream(0, [(3, 10.0, "loading weights")])])
+    assert not rule("nothing-failed").apply(finished, start(finished)).notes
+
+
 def test_failed_unexplained_is_unknown_with_an_action():
     built = facts([context("failed-exit", 3, captures={"code": "3"})])
     decided = rule("failed-unexplained").apply(built, start(built))

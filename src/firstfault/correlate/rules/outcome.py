@@ -102,7 +102,20 @@ def nothing_failed(facts: Facts, decision: Decision) -> Decision | None:
         text = "the job restarted and went on, and nothing failed after the restart"
     elif facts.roots or facts.symptoms:
         text = "every error was followed by training progress and nothing failed afterwards"
+    elif not _seen_to_finish_or_progress(facts):
+        # (the contract has no status for "cannot tell": the report says what the logs do not show)
+        text += ("; nor do they show the job finishing or making progress: if it stopped at its last line, "
+                 "it hung or was killed there, which leaves no line")
+        return decision.with_because("nothing-failed", text, note=text, status="healthy")
     return decision.with_because("nothing-failed", text, status="healthy")
+
+
+def _seen_to_finish_or_progress(facts: Facts) -> bool:
+    """Whether the logs show the job finishing (a finish line) or training going on (progress lines)."""
+    from ...match.context import JOB_SUCCEEDED
+
+    return (any(m.signature.name == JOB_SUCCEEDED for m in facts.matches)
+            or any(stream.progress for stream in facts.activity))
 
 
 @rule("failed-unexplained")
