@@ -84,30 +84,24 @@ def every_rank_alike(facts: Facts, decision: Decision) -> Decision | None:
     times = [match.line.origin.time for match in first_errors.values()]
     if None not in times and max(times) - min(times) > ALIKE_WITHIN_SECONDS:
         return None
-    text = (f"every rank ({_rank_list(sorted(ranks))}) raised it as its own first error: no rank started it, "
+    text = (f"every rank (ranks {_listed(sorted(ranks))}) raised it as its own first error: no rank started it, "
             "the cause is one they share")
     return decision.with_because("every-rank-alike", text, [decision.initiating], note=text,
                                  initiating=with_rank(decision.initiating, None), rank_decided=True)
 
 
 def _first_error_of_each_rank(facts: Facts) -> dict[int, Match]:
-    """rank -> the earliest root line of its own (from the root incidents)."""
-    first: dict[int, Match] = {}
+    """rank -> the strongest line of its earliest root incident (its own first error)."""
+    earliest: dict[int, object] = {}
     for incident in facts.roots:
-        match = incident.strongest
-        rank = match.line.origin.rank
-        if rank is not None and (rank not in first or time_key(incident.first) < time_key(first[rank])):
-            first[rank] = match
-    return first
+        rank = incident.strongest.line.origin.rank
+        if rank is not None and (rank not in earliest or time_key(incident.first) < time_key(earliest[rank].first)):
+            earliest[rank] = incident
+    return {rank: incident.strongest for rank, incident in earliest.items()}
 
 
 def _ranks_seen(facts: Facts) -> set[int]:
     return {stream.rank for stream in facts.activity if stream.rank is not None}
-
-
-def _rank_list(ranks: list[int]) -> str:
-    contiguous = ranks == list(range(ranks[0], ranks[-1] + 1))
-    return f"ranks {ranks[0]}-{ranks[-1]}" if contiguous and len(ranks) > 2 else "ranks " + ", ".join(map(str, ranks))
 
 
 def _same_event(facts: Facts, initiating: Match) -> list[Match]:
