@@ -120,7 +120,7 @@ def _finding(failure_id: str, own: list[Match], initiating: Match, where: Eviden
     # listed as the rules tied it, or as its own when they tied it to no rank: "[rank0]: ..." is rank 0's)
     here = (initiating.line.origin.source, initiating.line.origin.line, initiating.signature.name)
     same = [m for m in own if (m.line.origin.source, m.line.origin.line, m.signature.name) == here]
-    untied = initiating.line.origin.rank is None and same and same[0].line.origin.rank is not None
+    untied = initiating.line.origin.rank is None and bool(same) and same[0].line.origin.rank is not None
     ordered = [same[0] if untied else initiating, *(m for m in sorted(own, key=time_key) if m not in same)]
     weights = [m.signature.weight for m in own if m.role != "collateral"] or [initiating.signature.weight]
     confidence = min(0.99, max(weights) + 0.05 * min(len({m.line.origin.rank for m in own}), 1))
