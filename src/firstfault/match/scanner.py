@@ -202,9 +202,13 @@ class Scanner:
             for host, local, global_rank in _HOST_PAIR_CENSUS.findall(b"\n" + data):
                 scan.host_pairs[(host.decode(), int(local), int(global_rank))] += 1
         if b"pid=" in head:
-            for pid, rank in set(_PID_RANK_CENSUS.findall(data)) | set(_PID_SETUP_RANK_CENSUS.findall(data)):
+            named = set(_PID_RANK_CENSUS.findall(data))
+            if b", world_size=" in data:  # Ray Train's set-up line
+                named |= set(_PID_SETUP_RANK_CENSUS.findall(data))
+            for pid, rank in named:
                 scan.worker_pids.setdefault(int(pid), int(rank))
-            pids = {int(pid) for pid in set(_PID_CENSUS.findall(b"\n" + data))}
+            # the workers of a block show in its first lines and its last (where its tails are read)
+            pids = {int(pid) for pid in set(_PID_CENSUS.findall(head)) | set(_PID_CENSUS.findall(b"\n" + data[-65536:]))}
             _ranks_workers_name(head, scan)
         if b">:" in head and b"<std" in head:
             seen_globals.update(int(rank) for rank in set(_MPI_CENSUS.findall(b"\n" + data)))
