@@ -49,8 +49,8 @@ _PID_MESSAGE_CENSUS = re.compile(rb"\n\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:,
 # a host's prefix around torchrun's pair (pdsh: `gpu-node-1: [default0]:[rank2]:`): that host's
 # local rank 0 is global rank 2 (the node's offset, where one console holds several nodes)
 _HOST_LINE = re.compile(rb"\n(?:[A-Za-z][\w.-]{0,62}\d[\w.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}): ")
-_HOST_PAIR_CENSUS = re.compile(rb"\n([A-Za-z][\w.-]{0,62}\d[\w.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}): "
-                               rb"\[[A-Za-z_-]*?(\d{1,6})\]:\[rank(\d{1,6})\]:")
+_HOST_PAIR = re.compile(rb"([A-Za-z][\w.-]{0,62}\d[\w.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}): "
+                        rb"\[[A-Za-z_-]*?(\d{1,6})\]:\[rank(\d{1,6})\]:")
 _MPI_CENSUS = re.compile(rb"\n\[(?:\d{1,6},)?(\d{1,6})\]<std(?:out|err)>:")
 _NCCL_LINE = re.compile(
     rb"\n(?:\s{0,3}\d{1,5}: )?(?:\[[^\]\n]{1,40}\]:)*(?:[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]{0,63}):(\d+):\d+ \[(\d{1,3})\] (?:[\w./-]{1,80}:\d{1,6} )?NCCL ")
@@ -198,9 +198,8 @@ class Scanner:
                     scan.local_to_global[(int(local), int(global_rank))] += 1
                     seen_globals.add(int(global_rank))
         head = b"\n" + data[:65536]  # prefixes on every line show in a block's first lines
-        if bracket and b"]:[rank" in data and _HOST_LINE.search(head):
-            for host, local, global_rank in _HOST_PAIR_CENSUS.findall(b"\n" + data):
-                scan.host_pairs[(host.decode(), int(local), int(global_rank))] += 1
+        if bracket and _HOST_LINE.search(head) and b"]:[rank" in data:  # (the head first: few files have hosts)
+            _host_pair_census(data, scan)
         if b"pid=" in head:
             named = set(_PID_RANK_CENSUS.findall(data))
             if b", world_size=" in data:  # Ray Train's set-up line
@@ -459,6 +458,19 @@ def add_later_ids(scan: FileScan, later: FileScan, shift: int) -> None:
         scan.worker_pids.setdefault(pid, rank)
     if later.task_layout_read and not scan.task_layout_read:
         scan.task_layout_read, scan.tasks_are_nodes = True, later.tasks_are_nodes
+
+
+def _host_pair_census(data: bytes, scan: FileScan) -> None:
+    """Count the block's `host: [defaultL]:[rankG]:` lines, read only where `]:[rank` occurs (a
+    traceback's lines, not every line of the console)."""
+    position = data.find(b"]:[rank")
+    while position >= 0:
+        match = _HOST_PAIR.match(data, data.rfind(b"\n", 0, position) + 1)
+        if match is not None:
+            host, local, global_rank = match.groups()
+            scan.host_pairs[(host.decode(), int(local), int(global_rank))] += 1
+        end = data.find(b"\n", position)
+        position = data.find(b"]:[rank", end) if end >= 0 else -1
 
 
 def _ranks_workers_name(head: bytes, scan: FileScan) -> None:
