@@ -130,10 +130,11 @@ class JobFiles:
 
     hosts: dict  # display name -> the host the file came from, or None
     local_world: int | None  # processes per node, when known
+    host_offsets: dict  # host -> its node's first global rank (_host_offsets)
 
 
 def job_files(scans: list[FileScan]) -> JobFiles:
-    return JobFiles(file_hosts(scans), local_world_size(scans))
+    return JobFiles(file_hosts(scans), local_world_size(scans), _host_offsets(scans))
 
 
 def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]:
@@ -141,7 +142,7 @@ def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]
     files = files or job_files(scans)
     world = files.local_world
     any_node_hints = any(scan.hints.node_rank is not None for scan in scans)
-    host_offsets = _host_offsets(scans)
+    host_offsets = files.host_offsets
     hosts = files.hosts
     several = len(set().union(*(scan.global_ranks | scan.local_ranks for scan in scans))) > 1 or len(scans) > 1
     matches: list[Match] = []
@@ -294,7 +295,7 @@ def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles
     files = files or job_files(scans)
     world = files.local_world
     hosts = files.hosts
-    host_offsets = _host_offsets(scans)
+    host_offsets = files.host_offsets
     file_ranks: dict[str, Counter] = {}
     for match in matches:
         if match.line.origin.rank is not None:

@@ -8,6 +8,7 @@ text in the ASCII range has one in every other byte.
 from __future__ import annotations
 
 import codecs
+from dataclasses import replace
 
 BINARY_SAMPLE = 8192
 _TEXT_BYTES = bytes(byte for byte in range(256) if not (byte < 9 or 13 < byte < 32 and byte != 27))
@@ -70,11 +71,8 @@ def as_utf8(item, head: bytes | None):
     """`item` (an ingest.sources.InputFile) as UTF-8 content when it is a UTF-16 text of at most
     MAX_TRANSCODED_BYTES, so that what is done to a pasted text (a margin, line numbers, hard
     wraps, several files in one) is done to it too; else `item` itself."""
-    from dataclasses import replace
-
     encoding = utf16_encoding(head) if head else None
     data = item.whole(MAX_TRANSCODED_BYTES) if encoding else None
     if data is None:
         return item
     return replace(item, path=None, content=data.decode(encoding, "replace").encode("utf-8"))
-

@@ -3,8 +3,8 @@
     inputs = as_written(inputs)
 
 Each input passes, in this order: a UTF-16 text of a few inputs (Windows PowerShell's `>`) is read
-as UTF-8 (`encoding`), so that all below applies to it too; the margin of a Markdown code block or a reply's quote is taken
-off (`margin`); so are the line numbers of `grep -n` or `cat -n` output (`numbered`, only when a few
+as UTF-8 (`encoding`), so that all below applies to it too; the margin of a Markdown code block or
+a reply's quote is taken off (`margin`); so are the line numbers of `grep -n` or `cat -n` output (`numbered`, only when a few
 inputs are given, as below); a paste's hard-wrapped lines are joined again (`wrapped`, only when a few inputs
 are given: a job's own files are never wrapped); a collector's time before every line goes behind
 the line's launcher prefix (`collected`); several files pasted as one text (`tail`, `grep`), or

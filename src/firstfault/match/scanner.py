@@ -35,22 +35,23 @@ _SRUN_CENSUS = re.compile(rb"\n\s{0,3}(\d{1,5}): ")
 # srun --label around another prefix: `3: [rank3]:` (a task per rank) or `1: [rank9]:`/`1: [default1]:`
 # (a launcher per node, the task is the node)
 _TASK_WRAPS = re.compile(rb"\n\s{0,3}(\d{1,5}): \[([A-Za-z_-]*?)(\d{1,6})\]:")
-# Ray / vLLM worker prefixes followed by the rank the worker logs: `(PolicyWorker pid=88231) [rank3]`
-_PID_RANK_CENSUS = re.compile(rb"\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:, ip=[\d.]{7,15})?\) \[[Rr]ank ?(\d{1,6})\]")
+# a Ray / vLLM worker's prefix, `(RayTrainWorker pid=2321, ip=10.0.0.5) `: the pid, then the message
+_WORKER = rb"\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})"
+_WORKER_PREFIX = _WORKER + rb"(?:, ip=[\d.]{7,15})?\) "
+# followed by the rank the worker logs: `(PolicyWorker pid=88231) [rank3]`
+_PID_RANK_CENSUS = re.compile(_WORKER_PREFIX + rb"\[[Rr]ank ?(\d{1,6})\]")
 # Ray Train's own line naming a worker's rank: `(RayTrainWorker pid=2321, ip=10.0.0.5) Setting up process
 # group for: env:// [rank=1, world_size=4]`
-_PID_SETUP_RANK_CENSUS = re.compile(rb"\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:, ip=[\d.]{7,15})?\) [^\n]{0,160}?"
-                                    rb"\[rank=(\d{1,6}), world_size=\d{1,6}\]")
-# a worker process's prefix that names no rank (`(RayTrainWorker pid=2321, ip=10.0.0.5) `): its lines
-# are one process's stream
-_PID_CENSUS = re.compile(rb"\n\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})[,)]")
+_PID_SETUP_RANK_CENSUS = re.compile(_WORKER_PREFIX + rb"[^\n]{0,160}?\[rank=(\d{1,6}), world_size=\d{1,6}\]")
+# a worker process's prefix that names no rank (no `TP1`): its lines are one process's stream
+_PID_CENSUS = re.compile(rb"\n" + _WORKER + rb"[,)]")
 # such a worker's line and its message, whose first words may name the worker's rank (`rank 2: ...`)
-_PID_MESSAGE_CENSUS = re.compile(rb"\n\((?:[A-Za-z_][\w.]*,? )?pid=(\d{1,8})(?:, ip=[\d.]{7,15})?\) ([^\n]{1,80})")
+_PID_MESSAGE_CENSUS = re.compile(rb"\n" + _WORKER_PREFIX + rb"([^\n]{1,80})")
 # a host's prefix around torchrun's pair (pdsh: `gpu-node-1: [default0]:[rank2]:`): that host's
 # local rank 0 is global rank 2 (the node's offset, where one console holds several nodes)
-_HOST_LINE = re.compile(rb"\n(?:[A-Za-z][\w.-]{0,62}\d[\w.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}): ")
-_HOST_PAIR = re.compile(rb"([A-Za-z][\w.-]{0,62}\d[\w.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}): "
-                        rb"\[[A-Za-z_-]*?(\d{1,6})\]:\[rank(\d{1,6})\]:")
+_HOST_NAME = rb"[A-Za-z][\w.-]{0,62}\d[\w.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}"
+_HOST_LINE = re.compile(rb"\n(?:" + _HOST_NAME + rb"): ")
+_HOST_PAIR = re.compile(rb"(" + _HOST_NAME + rb"): \[[A-Za-z_-]*?(\d{1,6})\]:\[rank(\d{1,6})\]:")
 _MPI_CENSUS = re.compile(rb"\n\[(?:\d{1,6},)?(\d{1,6})\]<std(?:out|err)>:")
 _NCCL_LINE = re.compile(
     rb"\n(?:\s{0,3}\d{1,5}: )?(?:\[[^\]\n]{1,40}\]:)*(?:[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]{0,63}):(\d+):\d+ \[(\d{1,3})\] (?:[\w./-]{1,80}:\d{1,6} )?NCCL ")

@@ -97,17 +97,16 @@ def nothing_failed(facts: Facts, decision: Decision) -> Decision | None:
         return None
     if any(decision.current(m) for m in interrupts(facts)):
         return None
-    text = "no line of the logs shows a failure"
+    text, note = "no line of the logs shows a failure", ""
     if decision.restart is not None:
         text = "the job restarted and went on, and nothing failed after the restart"
     elif facts.roots or facts.symptoms:
         text = "every error was followed by training progress and nothing failed afterwards"
     elif not _seen_to_finish_or_progress(facts):
         # (the contract has no status for "cannot tell": the report says what the logs do not show)
-        text += ("; nor do they show the job finishing or making progress: if it stopped at its last line, "
-                 "it hung or was killed there, which leaves no line")
-        return decision.with_because("nothing-failed", text, note=text, status="healthy")
-    return decision.with_because("nothing-failed", text, status="healthy")
+        text = note = (text + "; nor do they show the job finishing or making progress: if it stopped at its "
+                       "last line, it hung or was killed there, which leaves no line")
+    return decision.with_because("nothing-failed", text, note=note, status="healthy")
 
 
 def _seen_to_finish_or_progress(facts: Facts) -> bool:
