@@ -25,6 +25,9 @@ class Signature:
     # a wider pattern the fast engine looks for in its place, for speed: every line `pattern`
     # matches must match it too (its examples are checked against it); `pattern` still decides
     prefilter: str = ""
+    # frame patterns the exception's traceback must show, each matched by one of its frames
+    # (correlate/raised_in.py): a line of the signature raised elsewhere does not count
+    raised_in: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

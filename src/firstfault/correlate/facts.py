@@ -18,6 +18,7 @@ from .identity import IdentityMap
 from .hangs import is_disconnect
 from .ids import PEER_CRASH
 from .nonfatal import without_nonfatal
+from .raised_in import where_raised
 from .relations import Relations
 
 SIGTERM_CODES = ("-15", "15", "143")  # a launcher's own SIGTERM to the others, not a failure
@@ -83,7 +84,7 @@ class Facts:
 def build_facts(matches: list[Match], inputs: InputSummary, single_process: bool = False,
                 source_lines: dict | None = None, relations: Relations | None = None, activity=(),
                 identity: IdentityMap | None = None) -> Facts:
-    kept = without_nonfatal(matches)
+    kept = where_raised(without_nonfatal(matches))
     winners = line_winners(kept)
     return Facts(tuple(kept), tuple(winners), tuple(incidents(winners, ("root",))), inputs, single_process,
                  dict(source_lines or {}), relations or Relations(), tuple(activity), identity or IdentityMap())

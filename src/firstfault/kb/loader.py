@@ -81,6 +81,7 @@ def _build_entry(label: str, data: LineDict) -> Entry:
             core_class=item.get("core_class") or data.get("core_class") or "",  # a signature may narrow it
             condition=item.get("condition") or "",
             prefilter=item.get("prefilter") or "",
+            raised_in=tuple((item.get("raised_in") or {}).get("frames") or ()),
         )
         for item in data.get("signatures") or ()
     )
@@ -141,6 +142,21 @@ def _check_examples(entry: Entry) -> list[Problem]:
         for near_miss in signature.near_misses:
             if matches(regex, signature.condition, near_miss):
                 problems.append(Problem(entry.path, None, f"signature {signature.name!r}: near-miss matches: {near_miss!r}"))
+        problems.extend(Problem(entry.path, None, f"signature {signature.name!r}: {why}") for why in _raised_in_problems(entry, signature))
+    return problems
+
+
+def _raised_in_problems(entry: Entry, signature) -> list[str]:
+    """Each frame pattern matches one of its example frames; none matches a near-miss frame."""
+    if not signature.raised_in:
+        return []
+    raised_in = next(item for item in entry.get("signatures") if item.get("name") == signature.name)["raised_in"]
+    problems = []
+    for frames in signature.raised_in:
+        if not any(re.search(frames, example) for example in raised_in["examples"]):
+            problems.append(f"raised_in frame pattern {frames!r} matches none of its examples")
+        problems.extend(f"raised_in near-miss frame matches {frames!r}: {near_miss!r}"
+                        for near_miss in raised_in["near_misses"] if re.search(frames, near_miss))
     return problems
 
 

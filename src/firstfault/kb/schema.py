@@ -164,7 +164,7 @@ FIELDS: dict[str, Field] = {
 }
 
 SIGNATURE_KEYS = {"name", "role", "weight", "pattern", "message", "examples", "near_misses", "core_class", "condition",
-                  "prefilter"}
+                  "prefilter", "raised_in"}
 FORBIDDEN_REGEX = (
     (re.compile(r"\(\?[=!<]"), "lookaround is not allowed"),
     (re.compile(r"\\[1-9]"), "backreferences are not allowed"),
@@ -213,13 +213,35 @@ def check_signature(path: str, signature, index: int, container) -> list[Problem
         problems.extend(_check_pattern(path, line, f"{label} prefilter", signature.get("prefilter")))
     if "condition" in signature:
         problems.extend(_check_condition(path, line, label, signature.get("condition"), signature.get("pattern")))
+    problems.extend(_check_lines(path, line, label, signature))
+    if "raised_in" in signature:
+        problems.extend(_check_raised_in(path, line, label, signature.get("raised_in")))
+    return problems
+
+
+def _check_lines(path: str, line: int, label: str, container) -> list[Problem]:
+    """`examples` and `near_misses`: each a non-empty list of single log lines."""
+    problems = []
     for key in ("examples", "near_misses"):
-        value = signature.get(key)
+        value = container.get(key)
         if not isinstance(value, list) or not value or _list_of_text(value):
             problems.append(Problem(path, line, f"{label}: {key} must be a non-empty list of lines"))
         elif any("\n" in item.rstrip("\n") for item in value):
             problems.append(Problem(path, line, f"{label}: each of {key} must be one log line (no line breaks)"))
     return problems
+
+
+def _check_raised_in(path: str, line: int, label: str, raised_in) -> list[Problem]:
+    """`raised_in: {frames: [regex, ...], examples: [frame lines], near_misses: [frame lines]}`."""
+    if not isinstance(raised_in, dict) or set(raised_in) != {"frames", "examples", "near_misses"}:
+        return [Problem(path, line, f"{label}: raised_in must be a mapping of frames, examples and near_misses")]
+    frames = raised_in.get("frames")
+    if not isinstance(frames, list) or not frames:
+        return [Problem(path, line, f"{label}: raised_in frames must be a non-empty list of regexes")]
+    problems = []
+    for frame in frames:
+        problems.extend(_check_pattern(path, line, f"{label} raised_in frame", frame))
+    return problems + _check_lines(path, line, f"{label} raised_in", raised_in)
 
 
 def _check_condition(path: str, line: int, label: str, condition, pattern) -> list[Problem]:

@@ -481,9 +481,23 @@ SCENARIOS: tuple[Scenario, ...] = (
         "While decoding a record of rank {rank}'s fourth batch its DataLoader worker was killed by SIGKILL (as "
         "the OOM killer kills a grown worker); the DataLoader raised 'DataLoader worker (pid N) is killed by "
         "signal: Killed' in rank {rank}'s main process. The other ranks failed in the DDP all_reduce.",
-        evidence="is killed by signal|exited unexpectedly",
+        # (a batch it made may be in flight: then the main process can first see its resource sharer reset)
+        evidence="is killed by signal|exited unexpectedly|Connection reset by peer|Connection refused",
         also_acceptable=("host-oom-killed", *PEER), layouts=LAYOUTS,
         train_args=("--inject", "worker-killed:{rank}:3", "--num-workers", "1"),
+        default_layout="logdir", default_world_size=2, default_rank=1),
+    Scenario(
+        "dataloader-worker-killed-in-flight",
+        "the kernel kills one rank's DataLoader worker while its batches are being handed over",
+        "dataloader-worker-killed",
+        "While decoding a record of rank {rank}'s fourth batch its DataLoader worker was killed by SIGKILL 3 ms "
+        "later (as the OOM killer may), with batches it made still in flight: the main process, taking a "
+        "batch's tensors from the worker's resource sharer, may raise 'Connection reset by peer' (or "
+        "'Connection refused') before, or instead of, DataLoader's own report of the killed worker. The "
+        "other ranks failed in the DDP all_reduce.",
+        evidence="is killed by signal|exited unexpectedly|Connection reset by peer|Connection refused",
+        also_acceptable=("host-oom-killed", *PEER), layouts=LAYOUTS,
+        train_args=("--inject", "worker-killed:{rank}:3:3", "--num-workers", "1"),
         default_layout="logdir", default_world_size=2, default_rank=1),
     Scenario(
         "missing-module", "one node's image lacks the fused attention package (ModuleNotFoundError)",

@@ -18,6 +18,7 @@ import resource
 import signal
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from datetime import timedelta
@@ -96,7 +97,7 @@ class ShardDataset(Dataset):
     """Synthetic labelled records; each rank reads its own shard of `length` records."""
 
     def __init__(self, length: int, seed: int, bad_index: int | None = None, bad_label_index: int | None = None,
-                 kill_index: int | None = None):
+                 kill_index: int | None = None, kill_delay: float = 0.0):
         generator = torch.Generator().manual_seed(seed)
         self.features = torch.randn(length, FEATURES, generator=generator)
         weights = torch.randn(FEATURES, CLASSES, generator=torch.Generator().manual_seed(7))
@@ -104,6 +105,7 @@ class ShardDataset(Dataset):
         self.bad_index = bad_index
         self.bad_label_index = bad_label_index
         self.kill_index = kill_index  # the record whose decoding the kernel kills the worker over
+        self.kill_delay = kill_delay  # seconds after that record: the batches it made are then in flight
 
     def __len__(self):
         return len(self.features)
@@ -118,7 +120,10 @@ class ShardDataset(Dataset):
 
     def __getitem__(self, index):
         if index == self.kill_index and torch.utils.data.get_worker_info() is not None:
-            os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does to a worker that grew too big
+            if self.kill_delay:  # the kill lands while the main process may be taking a batch from it
+                threading.Timer(self.kill_delay, os.kill, (os.getpid(), signal.SIGKILL)).start()
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does to a worker that grew too big
         rec = self.record(index)
         label = rec["label"]
         return rec["x"], LABEL_NAMES.index(label) if label in LABEL_NAMES else len(LABEL_NAMES)
@@ -210,6 +215,7 @@ def make_loader(args, rank, world_size, faults, epoch):
         bad_index=bad_key[0] * args.batch_size + 3 if bad_key and epoch == 0 else None,
         bad_label_index=bad_label[0] * args.batch_size + 5 if bad_label and epoch == 0 else None,
         kill_index=killed[0] * args.batch_size + 2 if killed and epoch == 0 else None,
+        kill_delay=float(killed[1]) / 1000 if killed and killed[1] else 0.0,
     )
     log.info("epoch %d: rank %d shard has %d samples -> %d steps", epoch, rank, len(dataset), len(dataset) // args.batch_size)
     collate = (lambda batch: torch.utils.data.default_collate(batch)) if args.collate_lambda else None
