@@ -102,6 +102,30 @@ def test_pod_index_says_nothing_without_a_master(tmp_path):
     assert diagnosis.initiating.rank != 3  # node 1 x 2 + 1 would be a guess
 
 
+def _pod_job(folder, worker_1_end: str) -> None:
+    """A PyTorchJob whose pods run the script itself (one process each): master-0 and two workers."""
+    steps = "".join(f"2026-03-01 10:00:0{step},000 INFO step {step} loss 0.9\n" for step in range(5))
+    _write(folder / "bert-master-0.log", steps + "2026-03-01 10:00:09,000 " + PEER_CLOSED + "\n")
+    _write(folder / "bert-worker-0.log", steps + "2026-03-01 10:00:09,100 " + PEER_CLOSED + "\n")
+    _write(folder / "bert-worker-1.log", steps + worker_1_end)
+
+
+def test_a_pod_that_ran_one_process_is_its_node_rank(tmp_path):
+    """Without a launcher in the pod, PyTorchJob's RANK is the node rank: worker-1 is rank 2."""
+    _pod_job(tmp_path, "Bus error (core dumped)\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (2, "bert-worker-1")
+
+
+def test_a_pod_that_ran_a_launcher_or_another_ranks_lines_is_no_rank(tmp_path):
+    # torchrun in the pod (its report of a worker's exit): several processes, the node rank is no rank
+    _pod_job(tmp_path / "launcher", "Bus error (core dumped)\n" + _torchrun_failure(0, 311))
+    assert diagnose_paths([str(tmp_path / "launcher")]).initiating.rank != 2
+    # its lines name rank 5: the pod is not one process of node rank 2
+    _pod_job(tmp_path / "other", "[rank5]: Traceback (most recent call last):\n[rank5]: KeyError: 'pixel_values'\n")
+    assert diagnose_paths([str(tmp_path / "other")]).initiating.rank == 5
+
+
 def test_torchrun_rendezvous_result_names_the_nodes_global_ranks(tmp_path):
     """An agent's console: its rendezvous result lists the global ranks it runs; [defaultN] is local."""
     result = ("INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers. Result:\n"

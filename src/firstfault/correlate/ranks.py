@@ -24,6 +24,9 @@ from ..match.scanner import FileScan, Process, RawHit
 from ..model import LogLine, Match, Origin
 
 
+LAUNCHER_PREFIX = "launcher-"  # the context signatures of a launcher's own lines (its reports, sizes, rendezvous)
+LAUNCHER_ENTRY = "torchelastic-child-failed"  # torchrun's agent stopping its workers
+
 # Slurm's report of one task's end: the task is the rank when srun started one task per rank
 _SRUN_TASK_ERROR = re.compile(r"srun: error: [\w.-]+: task (\d+): ")
 
@@ -54,6 +57,20 @@ def with_pod_node_ranks(scans: list[FileScan]) -> list[FileScan]:
             node = 0 if hints.pod_role == "master" else hints.pod_index + 1
             scan.hints = replace(hints, node_rank=node)
     return scans
+
+
+def pod_process_rank(scan: FileScan) -> int | None:
+    """The rank of a Kubeflow pod that ran one process: its node rank (with_pod_node_ranks).
+    A PyTorchJob whose pods run the script itself, not a launcher, sets each pod's RANK to its node
+    rank and WORLD_SIZE to the pods (training-operator, pkg/controller.v1/pytorch/envvar.go). A pod
+    whose log shows a launcher (its reports, local-rank prefixes) or another rank's lines ran
+    several processes: its node rank is no rank."""
+    node = scan.hints.node_rank
+    if node is None or scan.hints.pod_role is None or scan.local_ranks or scan.global_ranks - {node}:
+        return None
+    if any(hit.signature.name.startswith(LAUNCHER_PREFIX) or hit.signature.entry_id == LAUNCHER_ENTRY for hit in scan.hits):
+        return None
+    return node
 
 
 def declared_ranks(scan: FileScan) -> list[int]:
@@ -212,7 +229,7 @@ class _FileContext:
         self.scan, self.world, self.host, self.several = scan, world, host, several_processes
         declared = declared_ranks(scan)
         # an agent that runs one worker: every line of its console is that rank's or about it
-        self.only_rank = declared[0] if len(declared) == 1 else None
+        self.only_rank = declared[0] if len(declared) == 1 else pod_process_rank(scan)
 
     def who(self, hit: RawHit, offset: int | None) -> tuple[int | None, str | None]:
         scan, prefix = self.scan, hit.prefix
