@@ -125,7 +125,8 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     mask_secrets, when the caller masks once more after (see _diagnose)."""
     from .correlate import correlate
     from .correlate.identity import build_identity
-    from .correlate.ranks import hosts_seen, job_files, ranks_seen, resolve, stream_activity, with_pod_node_ranks
+    from .correlate.ranks import (hosts_seen, job_files, ranks_seen, resolve, stream_activity, with_declared_file_ranks,
+                                  with_pod_node_ranks)
     from .correlate.relations import relations_of
 
     read = [scan for scan in scans if not scan.error]
@@ -135,7 +136,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     if not read:
         reasons = mask_secrets("; ".join(f"{item.source}: {item.reason}" for item in all_skipped))
         raise InputError(f"no readable input ({reasons})", "check the paths; binary or empty files are skipped")
-    read = with_pod_node_ranks(read)
+    read = with_declared_file_ranks(with_pod_node_ranks(read))
     files = job_files(read)
     matches = resolve(read, files)
     stack = detect_stack(read, matches)

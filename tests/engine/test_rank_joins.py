@@ -126,6 +126,35 @@ def test_a_pod_that_ran_a_launcher_or_another_ranks_lines_is_no_rank(tmp_path):
     assert diagnose_paths([str(tmp_path / "other")]).initiating.rank == 5
 
 
+ASSERT = "/pytorch/aten/src/ATen/native/cuda/Loss.cu:242: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.\n"
+
+
+def _declaring_files(folder, declaration, failing: int = 2, ranks: int = 4) -> None:
+    """One file per process under a name that says nothing; each declares itself at start-up."""
+    for rank in range(ranks):
+        end = ASSERT if rank == failing else "step 10 loss 0.9\n"
+        _write(folder / f"out-{'abcd'[rank]}.log", declaration.format(rank=rank) + "step 9 loss 1.0\n" + end)
+
+
+@pytest.mark.parametrize("declaration", [
+    "Initializing distributed: GLOBAL_RANK: {rank}, MEMBER: {rank}/4\n",  # Lightning
+    "| distributed init (rank {rank}): env://\n",  # fairseq
+    "Namespace(arch='deepv3', fp16=True, local_rank={rank}, world_size=4)\n",  # argparse, torch.distributed.launch
+])
+def test_a_file_whose_process_declares_its_rank_is_that_ranks(tmp_path, declaration):
+    _declaring_files(tmp_path, declaration)
+    assert diagnose_paths([str(tmp_path)]).initiating.rank == 2
+
+
+def test_a_declaration_is_no_files_rank_when_it_may_not_be_the_files_own(tmp_path):
+    # every process printed the script's default (rank=0): no file is told apart
+    _declaring_files(tmp_path / "default", "Namespace(lr=0.1, rank=0, world_size=4)\n")
+    assert diagnose_paths([str(tmp_path / "default")]).initiating.rank is None
+    # one console of several processes, where one printed its arguments: not that process's file
+    _write(tmp_path / "console" / "train.log", "Namespace(lr=0.1, local_rank=0, world_size=4)\nstep 9 loss 1.0\n" + ASSERT)
+    assert diagnose_paths([str(tmp_path / "console")]).initiating.rank is None
+
+
 def test_torchrun_rendezvous_result_names_the_nodes_global_ranks(tmp_path):
     """An agent's console: its rendezvous result lists the global ranks it runs; [defaultN] is local."""
     result = ("INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers. Result:\n"

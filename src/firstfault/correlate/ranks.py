@@ -18,8 +18,8 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from ..ingest.attribution import device_mentioned, is_system_log, path_names, rank_mentioned
-from ..match.context import (HOST_SIGNATURES, LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC, LAUNCHER_RANKS,
-                             LAUNCHER_WORLD)
+from ..match.context import (ARGS_RANK_DECLARED, HOST_SIGNATURES, LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC,
+                             LAUNCHER_RANKS, LAUNCHER_WORLD, RANK_DECLARED)
 from ..match.scanner import FileScan, Process, RawHit
 from ..model import LogLine, Match, Origin
 
@@ -71,6 +71,47 @@ def pod_process_rank(scan: FileScan) -> int | None:
     if any(hit.signature.name.startswith(LAUNCHER_PREFIX) or hit.signature.entry_id == LAUNCHER_ENTRY for hit in scan.hits):
         return None
     return node
+
+
+def with_declared_file_ranks(scans: list[FileScan]) -> list[FileScan]:
+    """Files whose names say nothing (`out-3f9a1c.log`, a collector's) but whose own lines declare
+    their process's rank or local rank (argparse's `Namespace(..., local_rank=5)`, fairseq's
+    `distributed init (rank 5)`, Lightning's `GLOBAL_RANK: 5`): each is that rank's, when it shows
+    no other rank's lines, its declarations agree, and at least two files declare, each a value of
+    its own (a console of several processes where one printed its arguments declares nothing)."""
+    declared = {}
+    for scan in scans:
+        if scan.hints.rank is not None or scan.hints.local_rank is not None or scan.local_ranks:
+            continue
+        declared_here = {pair for hit in scan.hits for pair in _declaration(hit)}
+        ranks = {value for kind, value in declared_here if kind == "rank"}
+        locals_ = {value for kind, value in declared_here if kind == "local"}
+        if len(ranks) == 1:
+            kind, value = "rank", next(iter(ranks))  # a global rank says more than a local one beside it
+        elif not ranks and len(locals_) == 1:
+            kind, value = "local", next(iter(locals_))
+        else:
+            continue
+        if not scan.global_ranks or (kind == "rank" and scan.global_ranks == {value}):
+            declared[scan.input.display] = (scan, kind, value)
+    if len(declared) < 2:
+        return scans
+    counts = Counter((kind, value) for _scan, kind, value in declared.values())
+    for scan, kind, value in declared.values():
+        if counts[(kind, value)] == 1:
+            scan.hints = replace(scan.hints, rank=value) if kind == "rank" else replace(scan.hints, local_rank=value)
+    return scans
+
+
+def _declaration(hit: RawHit) -> tuple:
+    """(kind, value) pairs a start-up line declares of its own process."""
+    name, captures = hit.signature.name, hit.captures
+    if name in (RANK_DECLARED, "rank-host-declared", ARGS_RANK_DECLARED[0]):
+        value = next((v for v in (captures.get("rank"), captures.get("global"), captures.get("pair")) if v), None)
+        return (("rank", int(value)),) if value is not None else ()
+    if name == ARGS_RANK_DECLARED[1] and captures.get("local"):
+        return (("local", int(captures["local"])),)
+    return ()
 
 
 def declared_ranks(scan: FileScan) -> list[int]:

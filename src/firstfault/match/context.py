@@ -146,6 +146,16 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
              ("| distributed init (rank 5): env://", "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4",
               "[2020-08-06 10:41:03,214 - train - INFO] - [Process 11820] world_size = 4, rank = 0, backend=nccl"),
              ("| distributed init (rank unknown): env://",)),
+    # argparse's dump of a script's arguments at start-up names its process's rank or local rank
+    # (`Namespace(..., local_rank=5, ...)`: torch.distributed.launch passes --local_rank); a file
+    # of one process that prints it is that rank's (correlate/ranks.py with_declared_file_ranks)
+    _context("args-rank-declared", r"\bNamespace\((?:[^\n]*?\s)?rank=(?P<rank>\d{1,6})\b",
+             ("Namespace(apex=True, arch='network.deepv3.DeepWV3Plus', dist_url='env://', fp16=True, local_rank=5, rank=5, world_size=8)",),
+             ("Namespace(local_rank=5, world_size=8)", "Namespace(apex=True, node_rank=1, lr=0.01)")),
+    _context("args-local-rank-declared", r"\bNamespace\((?:[^\n]*?\s)?local_rank=(?P<local>\d{1,4})\b",
+             ("Namespace(apex=True, arch='network.deepv3.DeepWV3Plus', fp16=True, local_rank=5, rank=5, world_size=8)",
+              "Namespace(local_rank=0)"),
+             ("Namespace(apex=True, local_rank=-1, lr=0.01)", "args.local_rank=3")),
     # Hosts named in the text: torchrun's failure table, Slurm, shell prompts, init lines, mpirun
     _context("host-table-row", r"\bhost\s{2,}: (?P<host>[A-Za-z0-9][\w.-]*)",
              ("  host      : tri-gpu-14",), ("  host: tri-gpu-14",)),
@@ -298,6 +308,7 @@ DEVICE_ACS_REDIRECT = "device-acs-redirect"
 WORLD_SIZE = "world-size-declared"
 LAUNCHER_SIZE = "launcher-size"
 RANK_DECLARED = "rank-declared"
+ARGS_RANK_DECLARED = ("args-rank-declared", "args-local-rank-declared")
 MISSING_RANKS = "missing-ranks"
 JOB_INTERRUPTED = "job-interrupted"
 JOB_SUCCEEDED = "job-succeeded"
