@@ -154,3 +154,18 @@ def test_a_rank_less_re_anchoring_of_the_same_failure_keeps_the_rank():
     assert first.rank == 1
     summary_line = replace(diagnosis.initiating, rank=None, source="console.log", line=59)
     assert book.from_diagnosis(replace(diagnosis, initiating=summary_line), now=1) is None
+
+
+def test_a_failure_every_rank_raised_alike_is_alerted_as_such():
+    """Every rank refused the nccl backend: the alert names no rank, and says every rank alike
+    (as the reports, the web page and the editor do), not a rank it does not know."""
+    engine = LiveEngine(load_knowledge_base())
+    text = "".join(f"[rank{rank}]: RuntimeError: Distributed package doesn't have NCCL built in\n" for rank in range(3))
+    engine.ingest([Chunk(("console.log", 0), "console.log", "console.log", text.encode())], now=0.0)
+    [alert] = engine.evaluate(now=0.5)
+    assert (alert.failure_id, alert.rank) == ("cuda-unavailable", None)
+    assert alert.no_single_rank == "every rank alike"
+    assert "FIRST FAULT: cuda-unavailable on every rank alike" in render_alert(alert)
+    stream = io.StringIO()
+    JsonLinesSink(stream).emit(alert)
+    assert json.loads(stream.getvalue())["no_single_rank"] == "every rank alike"

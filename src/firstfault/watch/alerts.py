@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from ..mask import mask_secrets
 from ..model import Diagnosis, map_strings
 from ..render.contract import iso_time
+from ..render.diagnosis_text import no_single_rank
 from .progress import HangVerdict
 
 ROOT_ROLES = ("root", "symptom")  # a first fault of these roles is alerted at once; collateral-only waits
@@ -34,6 +35,7 @@ class Alert:
     confidence: float | None = None
     ranks: tuple[int, ...] = ()  # hang: the ranks that stopped first
     collateral: tuple[dict, ...] = ()  # {failure_id, ranks, count}
+    no_single_rank: str = ""  # no rank named because a rule decided none started it ("every rank alike")
     emitted_at: float = field(default_factory=time.time)
     sequence: int = 0
 
@@ -52,7 +54,7 @@ class Alert:
             return f"HANG: {who} stopped making progress first ({self.summary})"
         if self.kind == "resolved":
             return f"resolved: {self.summary}"
-        where = f"rank {self.rank}" if self.rank is not None else "rank unknown"
+        where = f"rank {self.rank}" if self.rank is not None else (self.no_single_rank or "rank unknown")
         if self.host:
             where += f" on {self.host}"
         prefix = "FIRST FAULT" if self.kind == "failure" else "update"
@@ -107,8 +109,9 @@ class AlertBook:
         kind = "failure" if not self.failure_alerted else "update"
         self.primary_key, self.collateral_key, self.failure_alerted = key, collateral_key, True
         self.where, self.summary = where, summary
+        alike = no_single_rank(step.rule for step in diagnosis.because) if where["rank"] is None else ""
         return self._next(kind=kind, failure_id=primary.failure_id, summary=summary,
-                          confidence=round(primary.confidence, 3), collateral=collateral, **where)
+                          confidence=round(primary.confidence, 3), collateral=collateral, no_single_rank=alike, **where)
 
     def _unknown(self, diagnosis: Diagnosis, settled: bool) -> Alert | None:
         """Something failed that no entry explains: said once the input has settled."""
