@@ -582,6 +582,34 @@ SCENARIOS: tuple[Scenario, ...] = (
         also_acceptable=PEER, train_args=("--inject", "half-eval:{rank}:0"), layouts=LAYOUTS,
         default_layout="spawn", default_world_size=3, default_rank=0),
     Scenario(
+        "ckpt-permission-denied", "one node's checkpoint volume is mounted for another user",
+        "permission-denied-on-output",
+        "Every rank saves its own shard at the end of epoch 0; rank {rank}'s node mounts the checkpoint folder "
+        "for another user, so open() refused the shard with 'PermissionError: [Errno 13] Permission denied' "
+        "(the lab makes the process `nobody` for the write: root passes permission checks). The other ranks "
+        "failed in the next epoch's DDP all_reduce.",
+        evidence=r"Permission denied: '[^']*epoch0-rank\d+\.pt'",
+        also_acceptable=PEER, layouts=LAYOUTS,
+        train_args=("--ckpt-dir", "{work}/checkpoints", "--sharded-ckpt", "--inject", "ckpt-denied:{rank}:0"),
+        default_layout="twonode", default_world_size=4, default_rank=3),
+    Scenario(
+        "bf16-model-fp32-batches", "--model-dtype bfloat16 casts the weights but not the batches",
+        "dtype-mismatch",
+        "The job casts its model to bfloat16 but its batches stay float32: the first forward's linear layer "
+        "raised 'mat1 and mat2 must have the same dtype, but got Float and BFloat16' on every rank.",
+        evidence="mat1 and mat2 must have the same dtype, but got Float and BFloat16",
+        initiator="none", collateral="none", train_args=("--model-dtype", "bfloat16"), layouts=LAYOUTS,
+        default_layout="logdir", default_world_size=3),
+    Scenario(
+        "compile-data-dependent-guard", "one node compiles the loss, whose divergence guard branches on a value",
+        "torch-compile-failure",
+        "Rank {rank}'s node sets the loss to be compiled with torch.compile(fullgraph=True); the loss's "
+        "divergence guard branches on loss.item(), which one graph cannot hold, so Dynamo raised at the first "
+        "step. The other ranks failed in the DDP all_reduce.",
+        evidence=r"torch\._dynamo\.exc\.\w+",
+        also_acceptable=PEER, layouts=LAYOUTS, train_args=("--inject", "compile-guard:{rank}"),
+        default_layout="srun", default_world_size=3, default_rank=2),
+    Scenario(
         "lambda-collate-spawn", "DataLoader workers started with spawn while the collate function is a lambda",
         "multiprocessing-pickle-error",
         "The job starts its DataLoader workers with the spawn method and collates with a lambda; spawn pickles "

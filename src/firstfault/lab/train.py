@@ -168,6 +168,8 @@ def parse_args(argv=None):
     parser.add_argument("--clip-grad-norm", type=float, default=0.0,
                         help="clip_grad_norm_(..., error_if_nonfinite=True) to this norm after backward")
     parser.add_argument("--label-smoothing", type=float, default=0.0)
+    parser.add_argument("--model-dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="cast the model's weights (not the batches) to this dtype")
     parser.add_argument("--fp16-weights", action="store_true",
                         help="train a float16 copy of the model with a GradScaler that unscales before clipping")
     parser.add_argument("--noise", action="append", default=[], help="benign warnings to emit")
@@ -223,6 +225,18 @@ def make_loader(args, rank, world_size, faults, epoch):
                       collate_fn=collate, multiprocessing_context=args.worker_context or None)
 
 
+def plain_loss(logits, labels, label_smoothing):
+    return F.cross_entropy(logits.float(), labels, label_smoothing=label_smoothing)
+
+
+def guarded_loss(logits, labels, label_smoothing):
+    """The loss with a divergence guard: a branch on a tensor's value, which one graph cannot hold."""
+    loss = F.cross_entropy(logits.float(), labels, label_smoothing=label_smoothing)
+    if loss.item() > 1e4:
+        raise FloatingPointError(f"loss {loss.item():.1f} diverged")
+    return loss
+
+
 def emit_noise(args, rank):
     if "deprecation" in args.noise:
         warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use `torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning)
@@ -272,6 +286,8 @@ def save_checkpoint(args, model, optimizer, epoch, rank, faults):
         path.unlink(missing_ok=True)
         path.symlink_to("/dev/full")  # the volume behind this path is full
     log.info("saving checkpoint to %s", path)
+    if faults.get("ckpt-denied", rank) and epoch == faults.get("ckpt-denied", rank)[0]:
+        train_faults.lose_write_permission(path)  # this node mounts the checkpoint volume for another user
     if faults.get("stuck-ckpt", rank) and epoch == faults.get("stuck-ckpt", rank)[0]:
         fire(args, "stuck-ckpt", rank)
         train_faults.block_writing_shard(path)  # the mount behind this path hangs
@@ -325,6 +341,9 @@ def train(args):
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
     device = torch.device(f"cuda:{local_rank}" if args.device == "cuda" else "cpu")
     model = ToyNet(hidden=args.hidden, aux_head=args.aux_head).to(device)
+    if args.model_dtype != "float32":
+        log.info("casting the model to %s (--model-dtype)", args.model_dtype)
+        model = model.to(getattr(torch, args.model_dtype))  # the weights only: the batches stay float32
     if args.fp16_weights:
         model = model.half()  # the weights themselves in float16, no float32 master copy
     scaler = torch.amp.GradScaler(device.type) if args.fp16_weights else None
@@ -345,6 +364,10 @@ def train(args):
         vocab = json.loads(train_faults.fetch_with_retry(args.download_url, log))
         log.info("vocabulary has %d labels", len(vocab["labels"]))
     uploads = train_faults.start_upload_thread(log) if args.upload_thread else None
+    loss_fn = plain_loss
+    if faults.get("compile-guard", rank):
+        log.info("compiling the loss (fullgraph=True)")
+        loss_fn = torch.compile(guarded_loss, fullgraph=True, backend="eager")  # this node's image sets it on
     open_metric_files = []  # the metrics writer keeps its handles (a leak nobody noticed)
     global_step = 0
     carried_logits = None  # backward-twice: last step's logits, kept for a consistency term
@@ -400,7 +423,7 @@ def train(args):
                     logits = ddp_model(features)
             else:
                 logits = ddp_model(features)
-            loss = F.cross_entropy(logits.float(), labels, label_smoothing=args.label_smoothing)
+            loss = loss_fn(logits, labels, args.label_smoothing)
             twice = faults.get("backward-twice", rank)
             if twice and step >= twice[0] - 1:
                 if carried_logits is not None:  # its graph was freed by the last step's backward

@@ -88,6 +88,21 @@ def load_jpeg_decoder() -> ctypes.CDLL:
     return ctypes.CDLL("libnvjpeg.so.12")
 
 
+def lose_write_permission(path: Path) -> None:
+    """Make `path` unwritable to this process, as a volume mounted for another user is. Root passes
+    every permission check, so a root process first becomes `nobody` (the job's user on that node);
+    any other user gets a symlink into a folder it may not write."""
+    if os.geteuid() == 0:
+        os.setgid(65534)
+        os.setuid(65534)
+        return
+    locked = path.parent / ".other-users-volume"
+    locked.mkdir(exist_ok=True)
+    locked.chmod(0o555)
+    path.unlink(missing_ok=True)
+    path.symlink_to(locked / path.name)
+
+
 def block_writing_shard(path: Path) -> None:
     """Open a checkpoint shard for writing where the open never returns (a FIFO nobody reads,
     as a hung network mount behaves): the rank is stuck in a system call, printing nothing."""
