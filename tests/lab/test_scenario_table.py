@@ -31,6 +31,9 @@ def test_scenario_names_a_known_class_and_runs_by_default(scenario):
     assert set(scenario.layouts) <= set(LAYOUTS)
     assert scenario.evidence, "every scenario says which log text proves its fault fired"
     choose(scenario, None, None, None)  # the defaults are a valid run
+    # and so is the suite's run at the fewest ranks (tests/lab/test_scenarios.py)
+    assert 2 <= scenario.min_world_size <= scenario.default_world_size
+    choose(scenario, None, scenario.min_world_size, min(scenario.default_rank, scenario.min_world_size - 1))
 
 
 @pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s.fixable], ids=lambda scenario: scenario.name)

@@ -1,7 +1,8 @@
 """Every lab scenario, run for real (CPU, gloo) and diagnosed; the truth comes from the injection.
 
-One run per scenario by default, spread over the six layouts and world sizes 2-4 (the scenario
-table's defaults). FIRSTFAULT_LAB_MATRIX=1 runs every scenario in every layout it supports instead, and
+One run per scenario by default, in its default layout (spread over the six) at the fewest ranks
+that show its fault (`min_world_size`, 2-4: the lab's runs are half of CI's 10 minutes, and each
+rank is a process importing torch). FIRSTFAULT_LAB_MATRIX=1 runs every scenario in every layout it supports instead, and
 LAYOUT_VARIANTS (slow: not for CI, whose 10 minutes the lab's real runs are half of; the recorded real
 runs of tests/fixtures/real cover every layout with several failure kinds).
 
@@ -53,7 +54,7 @@ def _runs():
                 world_size += world_size % 2 if layout == "twonode" else 0
                 runs.append((scenario.name, layout, world_size, min(scenario.default_rank, world_size - 1)))
         return runs + [run for run in LAYOUT_VARIANTS if run not in runs]
-    return [(s.name, s.default_layout, s.default_world_size, s.default_rank) for s in SCENARIOS]
+    return [(s.name, s.default_layout, s.min_world_size, min(s.default_rank, s.min_world_size - 1)) for s in SCENARIOS]
 
 
 def _run_id(run):
@@ -111,7 +112,8 @@ class _FixCheck:
         from firstfault.lab.runner import diagnose_case, run_scenario
 
         scenario = get(self.name)
-        lab_run = run_scenario(scenario, out_dir=tmp_path / f"{self.name}-fixed", fixed=True)
+        lab_run = run_scenario(scenario, out_dir=tmp_path / f"{self.name}-fixed", fixed=True,
+                               world_size=scenario.min_world_size, rank=min(scenario.default_rank, scenario.min_world_size - 1))
         assert not lab_run.timed_out, lab_run.actions
         # (the logs' end in the message, as above: once on a loaded machine agent0 exited 1 here)
         assert all(code == 0 for code in lab_run.exit_codes.values()), (lab_run.exit_codes, _logs_text(lab_run.out_dir)[-4000:])

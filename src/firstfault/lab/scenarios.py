@@ -42,6 +42,10 @@ class Scenario:
     default_layout: str = "tee"
     default_world_size: int = 2
     default_rank: int = 1
+    # the fewest ranks that show the fault as the notes tell it (a pair's deadlock needs two pairs,
+    # an odd one out three): the test suite's one run per scenario uses it (the recorded runs of
+    # tests/fixtures/real and FIRSTFAULT_LAB_MATRIX=1 cover the larger sizes)
+    min_world_size: int = 2
     pg_timeout: float = 30.0
     # sigterm-launcher | busy-port | missing-member | stale-checkpoint | truncated-checkpoint
     # | pickled-config-checkpoint | flaky-mirror
@@ -130,7 +134,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         also_acceptable=PEER,
         train_args=("--inject", "index-error:{rank}:4", "--inject", "slow-fetch:{second_rank}:4:3",
                     "--inject", "missing-key:{second_rank}:4", "--manual-grad-sync"),
-        layouts=("plain",), default_layout="plain", default_world_size=4, default_rank=1),
+        layouts=("plain",), default_layout="plain", min_world_size=3, default_world_size=4, default_rank=1),
     Scenario(
         "sigkill-rank", "one rank killed by SIGKILL (as the OOM killer does)", "host-oom-killed",
         "Rank {rank} was killed with SIGKILL at global step 6 (what the kernel OOM killer sends). It left no "
@@ -165,7 +169,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         evidence='Detected mismatch between collectives',
         train_args=("--inject", "metric-extra:{rank}:4", "--manual-grad-sync"),
         env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
-        default_layout="tee", default_world_size=3, default_rank=1, pg_timeout=8),
+        default_layout="tee", min_world_size=3, default_world_size=3, default_rank=1, pg_timeout=8),
     Scenario(
         "uneven-batches", "one rank's shard is two batches shorter: the others wait at the end of the epoch",
         "uneven-batches-hang",
@@ -174,7 +178,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         evidence='Timed out waiting',
         train_args=("--inject", "short-shard:{rank}:0:2"), pg_timeout=4,
         fix_args=("--drop-last",), fix_entry="uneven-batches-hang",
-        default_layout="plain", default_world_size=3, default_rank=2),
+        default_layout="plain", min_world_size=3, default_world_size=3, default_rank=2),
     Scenario(
         "straggler", "one rank syncs a checkpoint to slow storage for longer than the process-group timeout",
         "collective-timeout-straggler",
@@ -363,7 +367,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "accepted the connection and never answered, so rank {rank} blocked in recv() printing nothing more. "
         "The other ranks waited in the epoch-end barrier (process-group timeout 600 s, never reached). 8 s "
         "after rank {rank} blocked, the lab, playing Slurm, cancelled the job DUE TO TIME LIMIT.",
-        evidence="DUE TO TIME LIMIT", default_layout="srun", default_world_size=3, default_rank=0),
+        evidence="DUE TO TIME LIMIT", default_layout="srun", min_world_size=3, default_world_size=3, default_rank=0),
     Scenario(
         "exc-then-time-limit", "one rank raises IndexError but a non-daemon thread keeps it alive; time limit",
         "user-code-exception",
@@ -417,7 +421,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "rank {rank} was one collective behind: it waited in the epoch-end barrier while the others were in "
         "epoch 1's all_reduce, and gloo timed out (5 s). No TORCH_DISTRIBUTED_DEBUG.",
         evidence="waiting for the metrics writer", train_args=("--inject", "extra-barrier:{rank}:0"), pg_timeout=5,
-        default_layout="plain", default_world_size=3, default_rank=0),
+        default_layout="plain", min_world_size=3, default_world_size=3, default_rank=0),
     Scenario(
         "collective-after-fit", "rank 0 alone all-reduces final metrics after training finished",
         "collective-mismatch",
@@ -426,7 +430,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "collective left: they destroyed the process group and exited, so its all_reduce lost its peers "
         "(gloo) or timed out.",
         evidence="gathering final metrics", train_args=("--inject", "final-collective:{rank}"), pg_timeout=5,
-        default_layout="tee", default_world_size=3, default_rank=0),
+        default_layout="tee", min_world_size=3, default_world_size=3, default_rank=0),
     Scenario(
         "p2p-deadlock", "two ranks both send first in a boundary exchange (send/recv deadlock)",
         "collective-mismatch",
@@ -436,7 +440,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "(5 s). The remaining pairs waited in the epoch-end barrier.",
         evidence="send operation to complete",
         train_args=("--boundary-exchange", "--inject", "p2p-order:{rank}:1"), pg_timeout=5,
-        default_layout="twonode", default_world_size=4, default_rank=1),
+        default_layout="twonode", min_world_size=4, default_world_size=4, default_rank=1),
     # Faults of the knowledge base's entries first run in session 2026-12-05 (sixth); their truth, as every
     # scenario's, follows from the injection.
     Scenario(
