@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from ..match.context import (DEVICE_BUS, DEVICE_PROCESS, HOST_PAIRS, HOST_SIGNATURES,
                              LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC, LAUNCHER_SIZE, LAUNCHER_WORLD,
-                             RANK_DECLARED, WORLD_SIZE)
+                             RANK_DECLARED, RANK_HOST_DECLARED, WORLD_SIZE, declared_rank)
 from ..model import Match
 
 TABLE_ROW_DISTANCE = 3  # lines between a failure table's host row and its rank row
@@ -430,7 +430,7 @@ def _world_size(matches: list[Match]) -> WorldSize | None:
         elif name == LAUNCHER_NPROC and captures.get("nproc"):
             nodes = _NNODES.search(match.line.text)
             value = int(captures["nproc"]) * int(nodes.group(1)) if nodes else None
-        elif name == "rank-host-declared":
+        elif name == RANK_HOST_DECLARED:
             value = captures.get("world")
         elif name == "device-nccl-bus":
             value = captures.get("nranks")
@@ -445,9 +445,9 @@ def _declared_ranks(matches: list[Match]) -> dict:
     ranks = {}
     for match in matches:
         if match.signature.name == RANK_DECLARED:
-            value = next((v for v in (match.captures.get("rank"), match.captures.get("global"), match.captures.get("pair")) if v), None)
+            value = declared_rank(match.captures)
             if value is not None:
-                ranks.setdefault(int(value), (match.line.origin.source, match.line.origin.line))
+                ranks.setdefault(value, (match.line.origin.source, match.line.origin.line))
     return ranks
 
 

@@ -18,8 +18,9 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from ..ingest.attribution import device_mentioned, is_system_log, path_names, rank_mentioned
-from ..match.context import (ARGS_RANK_DECLARED, HOST_SIGNATURES, LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC,
-                             LAUNCHER_RANKS, LAUNCHER_WORLD, RANK_DECLARED)
+from ..match.context import (ARGS_LOCAL_RANK_DECLARED, ARGS_RANK_DECLARED, HOST_SIGNATURES, LAUNCHER_FAILED,
+                             LAUNCHER_NODE, LAUNCHER_NPROC, LAUNCHER_RANKS, LAUNCHER_WORLD, RANK_DECLARED,
+                             RANK_HOST_DECLARED, declared_rank)
 from ..match.scanner import FileScan, Process, RawHit
 from ..model import LogLine, Match, Origin
 
@@ -106,10 +107,10 @@ def with_declared_file_ranks(scans: list[FileScan]) -> list[FileScan]:
 def _declaration(hit: RawHit) -> tuple:
     """(kind, value) pairs a start-up line declares of its own process."""
     name, captures = hit.signature.name, hit.captures
-    if name in (RANK_DECLARED, "rank-host-declared", ARGS_RANK_DECLARED[0]):
-        value = next((v for v in (captures.get("rank"), captures.get("global"), captures.get("pair")) if v), None)
-        return (("rank", int(value)),) if value is not None else ()
-    if name == ARGS_RANK_DECLARED[1] and captures.get("local"):
+    if name in (RANK_DECLARED, RANK_HOST_DECLARED, ARGS_RANK_DECLARED):
+        value = declared_rank(captures)
+        return (("rank", value),) if value is not None else ()
+    if name == ARGS_LOCAL_RANK_DECLARED and captures.get("local"):
         return (("local", int(captures["local"])),)
     return ()
 

@@ -24,6 +24,9 @@ COMMON_LAYOUTS = tuple(layout for layout in LAYOUTS if layout != "spawn")
 
 PEER = ("collective-timeout-peer-crash",)
 NATIVE = ("native-crash",)
+# a DataLoader worker's death as the main process sees it: DataLoader's own report, or, when a batch
+# it made was in flight, the reset of the worker's resource sharer first (or instead)
+WORKER_DEATH = "is killed by signal|exited unexpectedly|Connection reset by peer|Connection refused"
 
 
 @dataclass(frozen=True)
@@ -485,8 +488,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "While decoding a record of rank {rank}'s fourth batch its DataLoader worker was killed by SIGKILL (as "
         "the OOM killer kills a grown worker); the DataLoader raised 'DataLoader worker (pid N) is killed by "
         "signal: Killed' in rank {rank}'s main process. The other ranks failed in the DDP all_reduce.",
-        # (a batch it made may be in flight: then the main process can first see its resource sharer reset)
-        evidence="is killed by signal|exited unexpectedly|Connection reset by peer|Connection refused",
+        evidence=WORKER_DEATH,
         also_acceptable=("host-oom-killed", *PEER), layouts=LAYOUTS,
         train_args=("--inject", "worker-killed:{rank}:3", "--num-workers", "1"),
         default_layout="logdir", default_world_size=2, default_rank=1),
@@ -499,7 +501,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "batch's tensors from the worker's resource sharer, may raise 'Connection reset by peer' (or "
         "'Connection refused') before, or instead of, DataLoader's own report of the killed worker. The "
         "other ranks failed in the DDP all_reduce.",
-        evidence="is killed by signal|exited unexpectedly|Connection reset by peer|Connection refused",
+        evidence=WORKER_DEATH,
         also_acceptable=("host-oom-killed", *PEER), layouts=LAYOUTS,
         train_args=("--inject", "worker-killed:{rank}:3:3", "--num-workers", "1"),
         default_layout="logdir", default_world_size=2, default_rank=1),

@@ -291,7 +291,8 @@ FRAME_SIGNATURES = ("frame", "frame-backward")
 STACK_FRAME = "stack-frame"
 TRACEBACK_HEADER = "failed-traceback"
 HANG_STACK_MARKER = "hang-stack-marker"
-HOST_PAIRS = ("host-rank-pair", "host-rank-node-pair", "host-mpirun-rank", "rank-host-declared")  # lines naming a rank and its host
+RANK_HOST_DECLARED = "rank-host-declared"
+HOST_PAIRS = ("host-rank-pair", "host-rank-node-pair", "host-mpirun-rank", RANK_HOST_DECLARED)  # lines naming a rank and its host
 HOST_SIGNATURES = ("host-table-row", "host-srun-task", "host-slurm-cancel", "host-running-on", "host-prompt",
                    "host-ray-node-ip", "host-ray-pid-ip", *HOST_PAIRS)
 LAUNCHER_WORLD = "launcher-world-info"
@@ -308,10 +309,18 @@ DEVICE_ACS_REDIRECT = "device-acs-redirect"
 WORLD_SIZE = "world-size-declared"
 LAUNCHER_SIZE = "launcher-size"
 RANK_DECLARED = "rank-declared"
-ARGS_RANK_DECLARED = ("args-rank-declared", "args-local-rank-declared")
+ARGS_RANK_DECLARED = "args-rank-declared"
+ARGS_LOCAL_RANK_DECLARED = "args-local-rank-declared"
 MISSING_RANKS = "missing-ranks"
 JOB_INTERRUPTED = "job-interrupted"
 JOB_SUCCEEDED = "job-succeeded"
 JOB_RESTARTED = "job-restarted"
 ERROR_STATEMENT = "error-statement"
 FAILURE_SIGNATURES = (*LAUNCHER_FAILED, "failed-traceback", "failed-exit", "failed-signal", "failed-word")
+
+
+def declared_rank(captures: dict) -> int | None:
+    """The global rank a start-up line declares (`rank-declared`'s three forms, a Namespace's
+    `rank=`, `rank-host-declared`), or None."""
+    value = next((v for v in (captures.get("rank"), captures.get("global"), captures.get("pair")) if v), None)
+    return int(value) if value is not None else None
