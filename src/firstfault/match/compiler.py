@@ -122,13 +122,14 @@ class Matcher:
         """{line start offset: indices of the signatures that may match there}; whether `data`
         is valid UTF-8 (None: not checked by this engine); census hints (None: not given by
         this engine; see HyperscanEngine.scan)."""
+        data = spaced(data)  # as the Python regex reads a line (translate.py never looks for a '\r')
         if self.fast is not None:
             lines, left_out, valid, census = self.fast.scan(data)
             if left_out:
-                self._python(left_out).add_candidates(_spaced(data), lines)
+                self._python(left_out).add_candidates(data, lines)
             return lines, valid, census
         lines: dict[int, set[int]] = {}
-        self._python(frozenset(range(len(self.compiled)))).add_candidates(_spaced(data), lines)
+        self._python(frozenset(range(len(self.compiled)))).add_candidates(data, lines)
         return lines, None, None
 
     def _python(self, indices: frozenset) -> _PythonPrefilter:
@@ -165,8 +166,9 @@ class Matcher:
 LITERAL_CHECK = -1  # candidate marker: check the literal signatures on this line
 
 
-def _spaced(data: bytes) -> bytes:
-    """The block with each '\\r' read as a space (same length: offsets stay line starts)."""
+def spaced(data: bytes) -> bytes:
+    """The block with each '\\r' read as a space, as `confirm` reads a line (same length: offsets
+    stay line starts; a copy only for the blocks that have one, a tenth of a millisecond per MiB)."""
     return data.replace(b"\r", b" ") if b"\r" in data else data
 
 

@@ -19,7 +19,7 @@ from ..kb.cache import cache_dir, write_atomic
 
 ASCII, BYTES = "ascii", "bytes"  # the dialects of translate.py (imported only to compile)
 
-CACHE_VERSION = "8"  # bump when translate.py changes what a pattern compiles to
+CACHE_VERSION = "9"  # bump when translate.py changes what a pattern compiles to
 _FLAGS = hyperscan.HS_FLAG_MULTILINE
 # Any byte sequence Python's strict UTF-8 decoder rejects (found in the same pass as the
 # signatures, so checking a block costs nothing extra): bytes never valid, a lead byte without
@@ -58,7 +58,7 @@ INVALID_ID = 1 << 30  # the id of INVALID_UTF8 in the bytes database
 CENSUS_BASE = 1 << 29
 BRACKET_ID = CENSUS_BASE + 100
 NCCL_LOCALS = 32
-CENSUS_PATTERNS = [(BRACKET_ID, rb"[0-9]\]:")] + [(CENSUS_BASE + local, rb"\[%d\][ \r]NCCL[ \r]" % local)
+CENSUS_PATTERNS = [(BRACKET_ID, rb"[0-9]\]:")] + [(CENSUS_BASE + local, rb"\[%d\] NCCL " % local)
                                                   for local in range(NCCL_LOCALS)]
 
 
