@@ -155,7 +155,9 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
         spans=tuple((scan.input.display, scan.first_time, scan.last_time) for scan in read
                     if scan.first_time is not None and scan.last_time is not None),
     )
-    source_lines = {scan.input.display: scan.stats.lines for scan in read}
+    # the number of each input's last line: a piece of a text that held several files (a post's code
+    # block, tail's sections) numbers its lines as that text does, from its first_line
+    source_lines = {scan.input.display: scan.input.first_line + scan.stats.lines - 1 for scan in read}
     identity = build_identity(matches, read, files.local_world, summary.ranks, files.hosts)
     # one process, unless something else shows: a rank above 0, a second host, a job size above
     # one (launcher flags, init lines), torchrun (it starts as many processes as it was asked

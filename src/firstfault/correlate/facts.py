@@ -31,7 +31,7 @@ class Facts:
     roots: tuple[Incident, ...]  # root lines grouped per rank stream, earliest first
     inputs: InputSummary = field(default_factory=InputSummary)
     single_process: bool = False
-    source_lines: dict = field(default_factory=dict)  # source -> lines read
+    source_lines: dict = field(default_factory=dict)  # source -> the number of its last line
     relations: Relations = field(default_factory=Relations)
     activity: tuple[StreamActivity, ...] = ()  # what each rank stream last printed
     identity: IdentityMap = field(default_factory=IdentityMap)  # who is who: ranks, pids, GPUs, hosts

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
+from ..ingest.combined import PIECE_OF
 from ..model import InputSummary
 
 RUN_GAP_SECONDS = 1.0  # clocks: a file that began more than this after another ended is another run's
@@ -47,4 +48,11 @@ def finish_covers(runs: dict[str, int], finished: str, failed: str) -> bool:
     nothing of the files beside that folder)."""
     if finished in runs and failed in runs:
         return same_run(runs, finished, failed)
-    return PurePath(finished).parent in (PurePath(failed).parent, *PurePath(failed).parent.parents)
+    return _place(finished).parent in (_place(failed).parent, *_place(failed).parent.parents)
+
+
+def _place(source: str) -> PurePath:
+    """Where a source lies: its path, or for a piece of a text that held several files (`rank1.log in
+    /logs/issue.md`, ingest.combined) that file's name inside the text, as if the text were a folder."""
+    name, within, text = source.partition(PIECE_OF)
+    return PurePath(text) / name if within else PurePath(source)

@@ -18,6 +18,9 @@ Each container's lines become an input of their own, shown with the container's 
 name still gives the path hints): the other containers' lines are left empty in it, so its line
 numbers are those of the text given.
 
+A post (an issue, a forum or chat message) holds its logs in Markdown code blocks among its prose:
+each block becomes an input of its own, named by the file a line before it names (`fenced.py`).
+
 The format must hold from the first line (tail's header) or on nearly every line (grep's file
 names, which must look like files: a folder in them or a log's extension; Compose's container
 names, which end in the replica's number), so that a log that quotes one such line, or `grep -c`
@@ -29,9 +32,11 @@ import re
 from dataclasses import replace
 
 from . import margin
+from .fenced import MAX_POST_BYTES, fenced_pieces, looks_like_a_post
 from .reader import starts_as_plain_text, without_terminal_codes
 from .sources import InputFile
 
+PIECE_OF = " in "  # a piece's name: `rank3.log in combined.log` (what correlate.runs reads back)
 MAX_COMBINED_BYTES = 256 * 1024 * 1024  # larger files are read as one log (their pieces would sit in memory)
 HEAD_BYTES = 64 * 1024  # what grep's format is recognised from
 FIRST_BYTES, FIRST_LINES = margin.FIRST_BYTES, 3  # what rules out most logs, cheaply (one read: pipeline)
@@ -64,11 +69,13 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
     """The files pasted into `item`, each an input of its own; [item] when it is one log.
     `head`: its first FIRST_BYTES, when the caller read them already."""
     form = _form(item, head)
-    data = item.whole(MAX_COMBINED_BYTES) if form is not None else None
+    data = item.whole(MAX_POST_BYTES if form == "fenced" else MAX_COMBINED_BYTES) if form is not None else None
     if data is None:
         return [item]
     if form == "tail":
         pieces = _tail_pieces(data)
+    elif form == "fenced":
+        pieces = fenced_pieces(data, lambda name: _LOG_NAME.search(name) is not None)
     elif form == "compose":
         pieces = _compose_pieces(without_terminal_codes(data))
     else:
@@ -77,8 +84,14 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
         return [item]
     seen: dict[str, int] = {}
     inputs = []
+    blocks = 0
     for name, first_line, content in pieces:
-        if name is None:  # lines before the first file's: the text's own
+        if name is None and form == "fenced" and inputs:  # a code block no line names: the post's too
+            blocks += 1
+            inputs.append(replace(item, display=f"code block {blocks}{PIECE_OF}{item.display}", path=None, content=content,
+                                  first_line=first_line))
+            continue
+        if name is None:  # lines before the first file's (a post's prose): the text's own
             inputs.append(replace(item, path=None, content=content, first_line=first_line))
             continue
         named = name.decode("utf-8", "replace")
@@ -87,14 +100,14 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
         # a file's name says what its path would (rank, node, host); a container's name is the
         # deployment's own (`worker-2` is a replica, not rank 2 or a host), so the text's name stays
         relative = item.relative if form == "compose" else named
-        inputs.append(replace(item, display=f"{named}{again} in {item.display}", relative=relative, path=None,
+        inputs.append(replace(item, display=f"{named}{again}{PIECE_OF}{item.display}", relative=relative, path=None,
                               content=content, first_line=first_line))
     return inputs
 
 
 def _form(item: InputFile, head: bytes | None = None) -> str | None:
-    """"tail", "grep" or "compose" when `item` reads as files or containers' outputs pasted in
-    that form, else None. Every input passes here: its first lines decide, read alone, before
+    """"tail", "grep", "compose" or "fenced" (a post's code blocks, see fenced.py) when `item` reads
+    as files or containers' outputs pasted in that form, else None. Every input passes here: its first lines decide, read alone, before
     anything more is."""
     head = item.head(FIRST_BYTES) if head is None else head
     if head is None or not starts_as_plain_text(head):
@@ -106,7 +119,7 @@ def _form(item: InputFile, head: bytes | None = None) -> str | None:
         lines = _head_lines(without_terminal_codes(item.head(HEAD_BYTES) or b""))
         return "compose" if _nearly_all(sum(1 for line in lines if _COMPOSE_LINE.match(line)), lines) else None
     if not any(map(_NAMED_START.match, first_lines)):
-        return None  # most logs end here: a regex on their first lines
+        return "fenced" if looks_like_a_post(head) else None  # most logs end here: regexes on their first lines
     if not _grep_shaped(_head_lines(item.head(HEAD_BYTES) or b"")):
         return None  # a log that starts with a file's name, not grep's output
     return "grep"

@@ -49,6 +49,22 @@ _STILL_AN_ERROR = re.compile(r"\bfailed\s*: |\bConnection (?:refused|reset|close
 _BACKTRACE_FRAME = re.compile(r"^\s*frame #\d+: ")
 
 
+# A line that says it tries again (`Connection refused, retrying`, `Retrying in 5s`) reports a
+# failed attempt: where its file goes on past its last such line, the retries ended, in success or
+# in an error line of their own; where the file ends on them, the process was still trying
+_RETRYING = re.compile(r"(?i)\bretrying\b|\bwill (?:be )?retr(?:y|ied)\b")
+
+
+def _retries_ended(facts: Facts) -> set[str]:
+    """The sources that printed more lines after their last retry notice."""
+    last_retry: dict[str, int] = {}
+    for m in facts.matches:
+        if _RETRYING.search(m.line.text):
+            origin = m.line.origin
+            last_retry[origin.source] = max(last_retry.get(origin.source, 0), origin.line)
+    return {source for source, line in last_retry.items() if facts.source_lines.get(source, 0) > line}
+
+
 def _states_an_error(text: str) -> bool:
     if _BACKTRACE_FRAME.match(text):
         return False
@@ -61,9 +77,12 @@ def _live_signs(facts: Facts, decision: Decision) -> list:
     from .progress import outlived
 
     live, outlived_at = [], {}
+    retries_ended = _retries_ended(facts)
     for m in facts.matches:
         if not decision.current(m) or not (m.signature.name in FAILURE_SIGNS or (
                 m.signature.name in _STATEMENTS and _states_an_error(m.line.text))):
+            continue
+        if m.line.origin.source in retries_ended and _RETRYING.search(m.line.text):
             continue
         if not outlived(facts, m):
             live.append(m)
@@ -80,6 +99,7 @@ def _live_signs(facts: Facts, decision: Decision) -> list:
 # lines that say an error in words (`ERROR: ...`, `... Error: ...`): a failure sign unless the run
 # went on past them (or past the same words before), or they are logged at warning or info level
 _STATEMENTS = (ERROR_STATEMENT, "failed-word")
+
 _DIGITS = re.compile(r"\d+")
 
 
