@@ -62,6 +62,7 @@ class Origin:
     time: float | None = None  # POSIX seconds, None when the line carries none
     time_inherited: bool = False  # True when the time was carried forward from an earlier line
     local_rank: int | None = None  # the local rank its prefix names, when it names one
+    rank_from: str | None = None  # how the logs tie `rank` to this line (correlate.ranks.RANK_FROM)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class Evidence:
     failure_id: str = ""
     signature: str = ""
     role: str = ""
+    rank_from: str | None = None  # how the logs tie `rank` to the line (see Origin)
 
 
 @dataclass(frozen=True)

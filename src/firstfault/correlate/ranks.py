@@ -100,7 +100,7 @@ def with_declared_file_ranks(scans: list[FileScan]) -> list[FileScan]:
     counts = Counter((kind, value) for _scan, kind, value in declared.values())
     for scan, kind, value in declared.values():
         if counts[(kind, value)] == 1:
-            scan.hints = replace(scan.hints, rank=value) if kind == "rank" else replace(scan.hints, local_rank=value)
+            scan.hints = replace(scan.hints, declared=True, **{"rank" if kind == "rank" else "local_rank": value})
     return scans
 
 
@@ -218,9 +218,10 @@ def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]
         nodes = several_nodes(scan)
         for hit in scan.hits:
             host = hit.prefix.host
-            rank, host = context.who(hit, host_offsets.get(host, None if nodes else offset) if host else offset)
+            rank, host, rank_from = context.who(hit, host_offsets.get(host, None if nodes else offset) if host else offset)
             origin = Origin(source=scan.input.display, line=hit.line, rank=rank, host=host,
-                            time=hit.time, time_inherited=hit.time_inherited, local_rank=hit.prefix.local_rank)
+                            time=hit.time, time_inherited=hit.time_inherited, local_rank=hit.prefix.local_rank,
+                            rank_from=rank_from)
             matches.append(Match(hit.signature, LogLine(hit.text, origin), hit.captures, order))
             order += 1
     return matches
@@ -273,12 +274,15 @@ class _FileContext:
         # an agent that runs one worker: every line of its console is that rank's or about it
         self.only_rank = declared[0] if len(declared) == 1 else pod_process_rank(scan)
 
-    def who(self, hit: RawHit, offset: int | None) -> tuple[int | None, str | None]:
+    def who(self, hit: RawHit, offset: int | None) -> tuple[int | None, str | None, str | None]:
+        """(rank, host, how the logs tie that rank to the line: RANK_FROM's words, or None)."""
         scan, prefix = self.scan, hit.prefix
         local = prefix.local_rank if prefix.local_rank is not None else scan.hints.local_rank
+        local_from = "prefix" if prefix.local_rank is not None else "declared" if scan.hints.declared else "file"
         rank = prefix.rank
+        how = RANK_FROM["task"] if prefix.rank_from_task else RANK_FROM["prefix"]
         if hit.signature.name in LAUNCHER_FAILED and "local" in hit.captures:
-            local = int(hit.captures["local"])  # the launcher names the local rank that failed
+            local, local_from = int(hit.captures["local"]), "report"  # the launcher names the local rank that failed
             if prefix.task is not None and rank == prefix.task:
                 rank = None  # the srun task around a launcher's report is its node, not a rank
         if prefix.rank_from_task and scan.tasks_are_nodes:
@@ -286,23 +290,43 @@ class _FileContext:
         if prefix.task is not None and local is not None and rank is None and self.world:
             offset = prefix.task * self.world  # srun started one launcher per node: task = node
         if rank is None and local is not None and offset is not None:
-            rank = local + offset
+            rank, how = local + offset, RANK_FROM["local"].format(local=local, by=LOCAL_FROM[local_from], offset=offset)
         if rank is None:
-            rank = scan.hints.rank if scan.hints.rank is not None else self.only_rank
+            if scan.hints.rank is not None:
+                rank, how = scan.hints.rank, RANK_FROM["declared" if scan.hints.declared else "file"]
+            elif self.only_rank is not None:
+                rank, how = self.only_rank, RANK_FROM["pod" if scan.hints.pod_role else "agent"]
         if rank is None and prefix.pid is not None:
-            rank = scan.worker_pids.get(prefix.pid)  # a Ray worker's other lines named its rank
+            rank, how = scan.worker_pids.get(prefix.pid), RANK_FROM["pid"].format(pid=prefix.pid)
         if rank is None and scan.srun_tasks and not scan.tasks_are_nodes:
             task = _SRUN_TASK_ERROR.search(hit.text)
-            rank = int(task.group(1)) if task else None
+            rank, how = int(task.group(1)) if task else None, RANK_FROM["task"]
         if rank is None:
-            rank = rank_mentioned(hit.text[prefix.offset:])
+            rank, how = rank_mentioned(hit.text[prefix.offset:]), RANK_FROM["text"]
         if rank is None and offset is not None and self.several:
             # a device index names a local rank only when there are several processes: one
             # process on GPU 3 (CUDA_VISIBLE_DEVICES=3) is not rank 3
             device = device_mentioned(hit.text)
-            rank = device + offset if device is not None else None
+            rank, how = (device + offset, RANK_FROM["device"]) if device is not None else (None, None)
         host = prefix.host or (scan.nccl_hosts.get(local) if local is not None else None) or self.host
-        return rank, host
+        return rank, host, how if rank is not None else None
+
+
+# How the logs tie a rank to a line (`primary.initiating.rank_from`, `ask "why rank 3?"`)
+RANK_FROM = {
+    "prefix": "the line's own rank prefix",
+    "task": "the srun task label of the line (a task per rank)",
+    "local": "local rank {local} ({by}) on a node whose ranks start at {offset}",
+    "file": "the name of its file",
+    "declared": "its file's own start-up lines, which declare the rank",
+    "pod": "its Kubeflow pod's name (a pod that ran one process is its node rank)",
+    "agent": "its torchrun agent's rendezvous result (the node runs that one rank)",
+    "pid": "the other lines of its worker process (pid {pid}), which name the rank",
+    "text": "the line itself, which names the rank",
+    "device": "the GPU index on the line, on a node of several processes",
+}
+LOCAL_FROM = {"prefix": "the launcher's prefix on the line", "file": "the name of its file",
+              "declared": "its file's own start-up lines", "report": "the launcher's report of it"}
 
 
 def ranks_seen(scans: list[FileScan], matches: list[Match], files: JobFiles | None = None) -> list[int]:

@@ -17,7 +17,7 @@ from .facts import Facts, build_facts
 from .rank_table import rank_rows
 from .relations import Relations
 from .rules import Decision
-from .rules.table import decide
+from .rules.table import STAGES, decide
 
 EVIDENCE_LINES = 8
 
@@ -26,7 +26,7 @@ def evidence_of(match: Match) -> Evidence:
     origin = match.line.origin
     signature = match.signature
     return Evidence(origin.source, origin.line, origin.rank, origin.host, origin.time, match.line.text,
-                    signature.entry_id, signature.name, signature.role)
+                    signature.entry_id, signature.name, signature.role, origin.rank_from)
 
 
 def correlate(matches: list[Match], inputs: InputSummary, single_process: bool,
@@ -75,11 +75,19 @@ def diagnosis_of(facts: Facts, decision: Decision) -> Diagnosis:
     return with_core_classes(diagnosis, facts)
 
 
+# the rules that tie a rank to a line that names none (a join, the only process) or pick the
+# rank a hang started on: what they said is how the logs tie the rank to the first fault's line
+_RANK_RULES = frozenset(item.id for stage in STAGES if stage.name in ("hang", "rank") for item in stage.rules)
+
+
 def _initiating_evidence(decision) -> Evidence:
     """The first fault's line, with the rank and host the rules tied it to where it names none."""
     initiating = evidence_of(decision.initiating)
     if initiating.rank is None and decision.rank is not None:
         initiating = replace(initiating, rank=decision.rank)
+    if initiating.rank is not None and initiating.rank_from is None:
+        said = [item.text for item in decision.because if item.rule in _RANK_RULES]
+        initiating = replace(initiating, rank_from=f"the reasoning: {said[-1]}" if said else None)
     if decision.host and not initiating.host:
         initiating = replace(initiating, host=decision.host)
     return initiating

@@ -159,6 +159,7 @@ class PathHints:
     pod_role: str | None = None  # a Kubeflow pod's replica type (master, worker) and index
     pod_index: int | None = None
     host_by_convention: bool = False  # the file's name gives its node by convention (dmesg-<host>, slurm-%j-%N)
+    declared: bool = False  # rank or local_rank come from the file's own start-up lines, not its name
 
 
 def hints_from_path(relative: str) -> PathHints:

@@ -134,6 +134,7 @@ def _place(initiating) -> dict:
         "source": initiating.source if initiating else None,
         "line": initiating.line if initiating else None,
         "time": iso_time(initiating.time) if initiating else None,
+        "rank_from": initiating.rank_from if initiating and initiating.rank is not None else None,
     }
 
 
