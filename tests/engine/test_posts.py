@@ -18,7 +18,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 # it; one console that ends stuck; a job whose accounting says it completed after its requeue
 CASES = ["dev/real-12-plain-ws4", "real/native-bus-error-plain-ws3", "dev/statedict-size-mismatch-added-pad-token",
          "upstream/collective-mismatch-lightning-horovod-checkpoint-exists-broadcast-stall",
-         "dev/healthy-lightning-slurm-usr1-requeue-resume-complete", "real/loss-nan-twonode-ws4-r2"]
+         "dev/healthy-lightning-slurm-usr1-requeue-resume-complete", "real/loss-nan-twonode-ws4-r2",
+         "upstream/host-oom-killed-anomalygpt-deepspeed-sigkill-local-rank1"]  # (its launcher's report hard-wrapped)
 
 # `python -m torch.utils.collect_env`'s report, as its format prints it (torch/utils/collect_env.py)
 ENVIRONMENT = """Collecting environment information...
@@ -55,6 +56,20 @@ def issue_body(files, name_line: str = "`{name}`:") -> str:
     return "\n".join(parts + ["### Versions", "", ENVIRONMENT])
 
 
+def question_body(files) -> str:
+    """A post without fences (Stack Overflow's): the code and each file indented by four spaces."""
+    def indented(text: str) -> str:
+        return "\n".join("    " + line if line.strip() else "" for line in text.rstrip("\n").split("\n"))
+
+    parts = ["My distributed training run crashes after some time. My loop:", "",
+             indented("for step, batch in enumerate(loader):\n    model(batch).loss.backward()"), "", "and the output:", ""]
+    for name, text in files:
+        if len(files) > 1:
+            parts += [f"{name}:", ""]
+        parts += [indented(text), ""]
+    return "\n".join(parts + ["I'm on torch 2.3.1 with CUDA 12.1. Any idea?", ""])
+
+
 def verdict(diagnosis):
     initiating = diagnosis.initiating
     return (diagnosis.primary.failure_id if diagnosis.primary else diagnosis.status,
@@ -62,9 +77,10 @@ def verdict(diagnosis):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_post_of_a_jobs_files_gives_the_diagnosis_of_the_files(case, tmp_path):
+@pytest.mark.parametrize("form", ["fenced", "indented"])
+def test_a_post_of_a_jobs_files_gives_the_diagnosis_of_the_files(case, form, tmp_path):
     expected = verdict(diagnose_paths([str(FIXTURES / case / "logs")]))
-    body = issue_body(log_files(case))
+    body = (issue_body if form == "fenced" else question_body)(log_files(case))
     post = tmp_path / "issue.md"
     post.write_text(body, encoding="utf-8")
     assert verdict(diagnose_paths([str(post)])) == expected
@@ -105,6 +121,25 @@ def test_a_line_that_names_no_file_names_no_block():
     b"step 1 ``` not a fence\nstep 2\n",
 ])
 def test_a_log_that_only_looks_like_a_post_stays_one_log(text):
+    item = InputFile(display="train.log", relative="train.log", content=text)
+    assert split_combined(item) == [item]
+
+
+def test_indented_blocks_after_a_blank_line_are_a_posts_code():
+    text = b"Here is my log:\n\n    line a\n\n      line b\n\nrank1.log:\n\n    line c\n    line d\n\nThanks!\n"
+    pieces = fenced_pieces(text, lambda name: name.endswith(b".log"))
+    assert pieces[1:] == [(None, 3, b"line a\n\n  line b"), (b"rank1.log", 9, b"line c\nline d")]
+    assert pieces[0] == (None, 1, b"Here is my log:\n\n\n\n\n\nrank1.log:\n\n\n\n\nThanks!\n")
+    assert fenced_pieces(text.replace(b"    line d\n", b""), lambda name: True) == []  # prose as long as the code: no post
+
+
+@pytest.mark.parametrize("text", [
+    # a traceback's code lines follow its frames, not a blank line
+    b"Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    main()\nValueError: x\n",
+    # a log with a configuration dump after a blank line: the log's own lines are most of it
+    b"".join(b"step %d loss 1.0\n" % step for step in range(50)) + b"\nconfig:\n\n    lr: 0.1\n    batch: 8\n",
+])
+def test_a_log_with_indented_lines_is_no_post(text):
     item = InputFile(display="train.log", relative="train.log", content=text)
     assert split_combined(item) == [item]
 

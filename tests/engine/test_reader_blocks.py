@@ -117,3 +117,17 @@ def test_a_file_that_is_not_plain_text_still_goes_the_general_way(tmp_path: Path
         blocks = list(read_blocks(InputFile(display=path.name, relative=path.name, path=path), stats, decode=False))
         assert b"".join(block.data + b"\n" for block in blocks) == text
     assert not reader._plain_text_file(io.BytesIO(text))  # in memory: no descriptor
+
+
+@pytest.mark.parametrize("where", ["file", "memory"])
+def test_a_last_line_without_a_line_end_stays_in_the_block_of_the_lines_before_it(tmp_path: Path, where):
+    # a process killed mid-write leaves its last line without '\n': the lines before it are its context
+    text = b"[ERROR] report of rank 3\ncontinued\n] exits with return code = -9"
+    path = tmp_path / "cut.log"
+    path.write_bytes(text)
+    item = (InputFile(display=path.name, relative=path.name, path=path) if where == "file"
+            else InputFile(display="pasted", relative="pasted", content=text))
+    stats = ReadStats()
+    blocks = list(read_blocks(item, stats, decode=False))
+    assert [(block.first_line, block.line_count, block.data) for block in blocks] == [(1, 3, text)]
+    assert stats.lines == 3

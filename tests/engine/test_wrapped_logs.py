@@ -85,3 +85,11 @@ def test_a_coloured_log_is_measured_as_the_terminal_showed_it():
     coloured = plain.replace(b"RuntimeError", b"\x1b[31mRuntimeError\x1b[0m")  # codes after the wrap
     item = unwrapped(InputFile(display="t.log", relative="t.log", content=coloured))
     assert item.content == unwrapped(InputFile(display="t.log", relative="t.log", content=plain)).content
+
+
+def test_a_wrapped_log_without_a_last_line_end_is_joined_too(tmp_path):
+    # the whole text in hand, its last line is complete though it ends without '\n' (a paste)
+    case = FIXTURES / "upstream/host-oom-killed-anomalygpt-deepspeed-sigkill-local-rank1/logs/train.log"
+    cut = tmp_path / "train.log"
+    cut.write_bytes(case.read_bytes().rstrip(b"\n"))
+    assert verdict(diagnose_paths([str(cut)])) == verdict(diagnose_paths([str(case)]))

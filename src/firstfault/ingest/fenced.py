@@ -12,10 +12,14 @@ name says (rank, node, host) is lost. Each block becomes a text of its own, name
 name line gives, and the prose around them one more (its blocks' lines left empty, so every
 piece keeps the line numbers of the post).
 
+A post without fences (Stack Overflow's, a mailing list's) indents its code blocks by four
+spaces after a blank line: those blocks are read the same way, when they hold most of the post's
+lines and its prose is a few lines.
+
 Only a post's size is looked at (a body on GitHub holds at most 65,536 characters; MAX_POST_BYTES
-allows more), with a fence among its first lines or a Markdown heading or `<details>` there, and a
-block that is closed: a job's log that prints a fence line (a model's generated answer) is read
-as it is.
+allows more), with a fence among its first lines or a Markdown heading or `<details>` there (or an
+indented line after a blank one), and a block that is closed: a job's log that prints a fence line
+(a model's generated answer) is read as it is.
 """
 from __future__ import annotations
 
@@ -23,10 +27,12 @@ import re
 
 MAX_POST_BYTES = 1024 * 1024
 HEAD_BYTES = 64 * 1024  # where a post's first complete block must be
+MAX_PROSE_LINES = 40  # a post without fences: its lines outside the indented blocks, at most
 
 # CommonMark: up to 3 spaces, then 3 or more backticks (an info string without one) or tildes
 _FENCE = re.compile(rb"^[ ]{0,3}(`{3,}(?=[^`\r\n]*\r?$)|~{3,})[^\r\n]*\r?$", re.MULTILINE)
-_MARKDOWN_MARK = re.compile(rb"^(?:#{1,6} \S|<details>|[ ]{0,3}(?:`{3,}|~{3,}))", re.MULTILINE)
+_MARKDOWN_MARK = re.compile(rb"^(?:#{1,6} \S|<details>|[ ]{0,3}(?:`{3,}|~{3,}))|\n\r?\n(?: {4}|\t)\S", re.MULTILINE)
+_INDENTED = re.compile(rb"^(?: {4}|\t)")
 # the decoration around a name line: `name`:, **name**, ### name, <summary>name</summary>, name:
 _DECORATION = re.compile(rb"^(?:#{1,6}[ \t]+|[-*][ \t]+)?(?:<summary>|<b>|\*\*|__|`)*|(?:</summary>|</b>|\*\*|__|`)*[ \t]*:?[ \t]*$")
 _FILE_NAME = re.compile(rb"[\w.@+-]{0,128}(?:/[\w.@+-]{1,128}){0,16}")
@@ -41,28 +47,64 @@ def looks_like_a_post(head: bytes) -> bool:
 def fenced_pieces(data: bytes, is_file_name) -> list[tuple[bytes | None, int, bytes]]:
     """(the file a block's name line gives, or None; its first line; its lines) for each code
     block of `data`, and (None, 1, the prose with every block's lines left empty) first; [] when
-    `data` is no post or holds no closed block among its first HEAD_BYTES. `is_file_name(name)`:
-    whether a name line's text names a log file."""
+    `data` is no post: no closed fenced block among its first HEAD_BYTES, nor (a post without
+    fences) indented blocks that hold most of its lines. `is_file_name(name)`: whether a name
+    line's text names a log file."""
     if len(data) > MAX_POST_BYTES:
         return []
-    blocks = _blocks(data)
-    if not blocks or blocks[0][2] is None or blocks[0][2] > HEAD_BYTES:
-        return []
     lines = data.split(b"\n")
+    blocks = _fenced_blocks(data, lines) or _indented_blocks(lines)
     prose = list(lines)
     pieces: list[tuple[bytes | None, int, bytes]] = []
-    for opening, closing, _end in blocks:
-        first = _line_of(data, opening) + 1  # the block's first line (1-based: the fence's is `first`)
-        last = _line_of(data, closing) if closing is not None else len(lines)
-        content = b"\n".join(lines[first:last])
-        for number in range(first - 1, min(last + 1, len(lines))):
+    for covered, first, content in blocks:
+        for number in covered:
             prose[number] = b""
         if content.strip():
-            pieces.append((_name_before(lines, first - 1, is_file_name), first + 1, content))
+            pieces.append((_name_before(lines, covered.start, is_file_name), first + 1, content))
     if not pieces:
         return []
     prose_text = b"\n".join(prose)
     return [(None, 1, prose_text), *pieces] if prose_text.strip() else pieces
+
+
+def _fenced_blocks(data: bytes, lines: list[bytes]) -> list[tuple[range, int, bytes]]:
+    """(the lines a fenced block covers, fences included; its first line inside; its text) of
+    each, when the first closes among the first HEAD_BYTES."""
+    blocks = _blocks(data)
+    if not blocks or blocks[0][2] is None or blocks[0][2] > HEAD_BYTES:
+        return []
+    spans = []
+    for opening, closing, _end in blocks:
+        first = _line_of(data, opening) + 1
+        last = _line_of(data, closing) if closing is not None else len(lines)
+        spans.append((range(first - 1, min(last + 1, len(lines))), first, b"\n".join(lines[first:last])))
+    return spans
+
+
+def _indented_blocks(lines: list[bytes]) -> list[tuple[range, int, bytes]]:
+    """(the lines, their first, their text without the indent) of each indented code block
+    (CommonMark: lines indented by four spaces or a tab, after a blank line or the start, up to
+    the first line indented less), when they hold most of the text's non-blank lines and the rest,
+    the prose, is a few lines (MAX_PROSE_LINES): a log with an indented part after a blank line
+    (a configuration dump) stays one log."""
+    spans, number, prose = [], 0, 0
+    while number < len(lines):
+        line = lines[number]
+        if _INDENTED.match(line) and (number == 0 or not lines[number - 1].strip()):
+            end = number
+            while end < len(lines) and (_INDENTED.match(lines[end]) or not lines[end].strip()):
+                end += 1
+            while end > number and not lines[end - 1].strip():
+                end -= 1  # blank lines after the block are the prose's
+            spans.append((range(number, end), number, b"\n".join(_INDENTED.sub(b"", text, 1) for text in lines[number:end])))
+            number = end
+            continue
+        prose += bool(line.strip())
+        number += 1
+    indented = sum(1 for covered, _first, _text in spans for index in covered if lines[index].strip())
+    if not spans or prose == 0 or prose > MAX_PROSE_LINES or indented <= prose:
+        return []
+    return spans
 
 
 def _blocks(data: bytes) -> list[tuple[int, int | None, int | None]]:

@@ -40,7 +40,9 @@ def _as_written(item: InputFile, pasted: bool) -> list[InputFile]:
     pieces = split_combined(item, head)
     if len(pieces) == 1 and pieces[0] is item:
         return pieces
-    return [as_logged(piece, piece.head(FIRST_BYTES)) for piece in pieces]  # containers' lines behind a collector's time
+    # each piece is a text as written in turn (a post's code block hard-wrapped, containers' lines
+    # behind a collector's time, tail's output inside a code block); each is shorter than the text
+    return [written for piece in pieces for written in _as_written(piece, pasted)]
 
 
 def _unwrapped(item: InputFile, _head: bytes | None) -> InputFile:

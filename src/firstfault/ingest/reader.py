@@ -214,12 +214,14 @@ def _plain_blocks(raw, stats: ReadStats, decode: bool, begin: int, start: int, s
         if newline < 0:
             break
         end = limit - probe + newline
+        if last and limit > end + 1:
+            end = limit  # the file's last line has no line end: it stays in its block (a report cut in two reads apart)
         data = os.pread(descriptor, end - position, position)
         if len(data) != end - position:
             break  # the file changed under us
         stats.bytes += limit - offset
         line_number = yield from _block(data, line_number, stats, decode, (position, end - position))
-        position, offset = end + 1, limit
+        position, offset = min(end + 1, limit), limit
         if last:
             break
     else:
@@ -266,8 +268,11 @@ def _blocks(stream, stats: ReadStats, decode: bool = True, pending: bytes = b"",
     starts with the one the read before it left. `budget`: the bytes a range reads; the line
     its last read cuts is left for the next range."""
     overlong = False  # inside a line longer than any block: its tail is dropped
+    held = None  # the last read's complete lines, yielded once the next read shows whether the text ends there
     while True:
         if budget is not None and budget <= 0:
+            if held is not None:
+                yield from _block(held, line_number, stats, decode)
             return
         chunk = _read_chunk(stream, stats, budget)
         if budget is not None:
@@ -289,7 +294,9 @@ def _blocks(stream, stats: ReadStats, decode: bool = True, pending: bytes = b"",
                 continue
             overlong, chunk = False, chunk[newline:] if newline >= 0 else chunk
         if not chunk:
-            if pending:  # the last line, without a line end
+            if held is not None:  # the last line, without a line end, stays in the block of the lines before it
+                yield from _block(b"\n".join((held, pending)) if pending else held, line_number, stats, decode)
+            elif pending:  # the last line, without a line end
                 yield from _block(pending, line_number, stats, decode)
             return
         newline = chunk.rfind(b"\n")
@@ -305,7 +312,9 @@ def _blocks(stream, stats: ReadStats, decode: bool = True, pending: bytes = b"",
         # the complete lines, joined without copying the chunk twice, and without the last '\n'
         data = b"".join((pending, memoryview(chunk)[:newline])) if pending else chunk[:newline]
         pending = chunk[newline + 1:]
-        line_number = yield from _block(data, line_number, stats, decode)
+        if held is not None:
+            line_number = yield from _block(held, line_number, stats, decode)
+        held = data
 
 
 def _block(data: bytes, line_number: int, stats: ReadStats, decode: bool, span: tuple[int, int] | None = None):

@@ -39,7 +39,8 @@ def unwrapped(item: InputFile) -> InputFile:
     head = item.head(HEAD_BYTES)
     if not head or not starts_as_plain_text(head):
         return item  # gzip, UTF-16 and binary inputs are read as they are
-    width = _width(without_terminal_codes(head))  # a terminal wraps what it shows, not its colour codes
+    whole = len(head) < HEAD_BYTES  # the whole text: its last line is complete, line end or not
+    width = _width(without_terminal_codes(head), whole)  # a terminal wraps what it shows, not its colour codes
     if width is None:
         return item
     data = item.whole(MAX_WRAPPED_BYTES)
@@ -55,9 +56,10 @@ def _joined(run: re.Match) -> bytes:
     return b"".join(piece.rstrip(b"\r") for piece in taken) + run.group(2) + b"\n" * len(taken)
 
 
-def _width(head: bytes) -> int | None:
-    """The width the head's long lines are broken at, or None."""
-    lines = [line.rstrip(b"\r") for line in head.split(b"\n")[:-1]]  # the last may be cut
+def _width(head: bytes, whole: bool = False) -> int | None:
+    """The width the head's long lines are broken at, or None. `whole`: the head is the whole text."""
+    lines = [line.rstrip(b"\r") for line in head.split(b"\n")]
+    lines = lines if whole and lines[-1] else lines[:-1]  # else the last may be cut (or is empty)
     written = sum(1 for line in lines if line.strip())
     width = max(map(len, lines), default=0)
     if width < MIN_WIDTH:
