@@ -70,6 +70,17 @@ def question_body(files) -> str:
     return "\n".join(parts + ["I'm on torch 2.3.1 with CUDA 12.1. Any idea?", ""])
 
 
+def reply_body(files) -> str:
+    """A mail or forum reply that quotes the log: who wrote, the files quoted with `> ` (a line of
+    each one's name alone before it when several), the reply and a signature."""
+    parts = ["On Tue, Mar 12, 2024 at 10:41 AM Alex Doe <alex@example.org> wrote:", "> My job fails with this:", ">"]
+    for name, text in files:
+        if len(files) > 1:
+            parts += [f"> {name}:", ">"]
+        parts += ["> " + line if line.strip() else ">" for line in text.rstrip("\n").split("\n")] + [">"]
+    return "\n".join(parts + ["", "Same here, any update?", "", "-- ", "Sam", ""])
+
+
 def verdict(diagnosis):
     initiating = diagnosis.initiating
     return (diagnosis.primary.failure_id if diagnosis.primary else diagnosis.status,
@@ -77,10 +88,10 @@ def verdict(diagnosis):
 
 
 @pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("form", ["fenced", "indented"])
+@pytest.mark.parametrize("form", ["fenced", "indented", "quoted"])
 def test_a_post_of_a_jobs_files_gives_the_diagnosis_of_the_files(case, form, tmp_path):
     expected = verdict(diagnose_paths([str(FIXTURES / case / "logs")]))
-    body = (issue_body if form == "fenced" else question_body)(log_files(case))
+    body = {"fenced": issue_body, "indented": question_body, "quoted": reply_body}[form](log_files(case))
     post = tmp_path / "issue.md"
     post.write_text(body, encoding="utf-8")
     assert verdict(diagnose_paths([str(post)])) == expected
@@ -138,10 +149,29 @@ def test_indented_blocks_after_a_blank_line_are_a_posts_code():
     b"Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    main()\nValueError: x\n",
     # a log with a configuration dump after a blank line: the log's own lines are most of it
     b"".join(b"step %d loss 1.0\n" % step for step in range(50)) + b"\nconfig:\n\n    lr: 0.1\n    batch: 8\n",
+    # Megatron-LM's own lines start with `> `: a minority of its log
+    b"> initializing torch distributed ...\n> building GPT model ...\n" + b"".join(b" iteration %d/ 100 | lm loss: 2.0\n" % step for step in range(20)),
 ])
 def test_a_log_with_indented_lines_is_no_post(text):
     item = InputFile(display="train.log", relative="train.log", content=text)
     assert split_combined(item) == [item]
+
+
+def test_a_short_quote_in_a_reply_is_the_quoted_text():
+    # one quoted line against one line of reply: who wrote and the signature are no reply
+    text = (b"On Tue, Alex wrote:\n> [rank13]: RuntimeError: Rank 13, node worker1, loss is NaN\n>\n\n"
+            b"Same here.\n\n-- \nSam\nsam@example.org\n")
+    pieces = fenced_pieces(text, lambda name: False)
+    assert pieces[1] == (None, 2, b"[rank13]: RuntimeError: Rank 13, node worker1, loss is NaN\n")
+
+
+def test_files_pasted_after_a_line_of_their_name_alone_are_those_files():
+    text = b"rank0.log:\nstep 1\nstep 2\n\n**rank1.log**\nstep 1\nboom\n"
+    pieces = split_combined(InputFile(display="paste.txt", relative="paste.txt", content=text))
+    assert [(piece.display, piece.first_line, piece.content) for piece in pieces] == [
+        ("rank0.log in paste.txt", 2, b"step 1\nstep 2\n"), ("rank1.log in paste.txt", 6, b"step 1\nboom\n")]
+    once = b"rank0.log:\nstep 1\nstep 2\n"  # one name: nothing says where another file would begin
+    assert fenced_pieces(once, lambda name: True) == []
 
 
 def test_a_retry_the_log_went_on_past_is_no_failure(tmp_path):

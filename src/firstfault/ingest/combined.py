@@ -118,11 +118,10 @@ def _form(item: InputFile, head: bytes | None = None) -> str | None:
     if first_lines and all(map(_COMPOSE_LINE.match, first_lines)):
         lines = _head_lines(without_terminal_codes(item.head(HEAD_BYTES) or b""))
         return "compose" if _nearly_all(sum(1 for line in lines if _COMPOSE_LINE.match(line)), lines) else None
-    if not any(map(_NAMED_START.match, first_lines)):
-        return "fenced" if looks_like_a_post(head) else None  # most logs end here: regexes on their first lines
-    if not _grep_shaped(_head_lines(item.head(HEAD_BYTES) or b"")):
-        return None  # a log that starts with a file's name, not grep's output
-    return "grep"
+    # (a log that starts with a file's name is no grep output: it may still be files after their names)
+    if any(map(_NAMED_START.match, first_lines)) and _grep_shaped(_head_lines(item.head(HEAD_BYTES) or b"")):
+        return "grep"
+    return "fenced" if looks_like_a_post(head) else None  # most logs end here: regexes on their first lines
 
 
 def _head_lines(data: bytes) -> list[bytes]:

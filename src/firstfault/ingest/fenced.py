@@ -13,8 +13,10 @@ name line gives, and the prose around them one more (its blocks' lines left empt
 piece keeps the line numbers of the post).
 
 A post without fences (Stack Overflow's, a mailing list's) indents its code blocks by four
-spaces after a blank line: those blocks are read the same way, when they hold most of the post's
-lines and its prose is a few lines.
+spaces after a blank line, and a reply quotes what it answers with `> ` before each line: those
+blocks are read the same way, when they hold most of the post's lines and its prose is a few lines.
+Inside a block (or in a plain text), several files pasted one after the other, each after a line
+of its name alone (`rank0.log:`), are those files.
 
 Only a post's size is looked at (a body on GitHub holds at most 65,536 characters; MAX_POST_BYTES
 allows more), with a fence among its first lines or a Markdown heading or `<details>` there (or an
@@ -31,8 +33,10 @@ MAX_PROSE_LINES = 40  # a post without fences: its lines outside the indented bl
 
 # CommonMark: up to 3 spaces, then 3 or more backticks (an info string without one) or tildes
 _FENCE = re.compile(rb"^[ ]{0,3}(`{3,}(?=[^`\r\n]*\r?$)|~{3,})[^\r\n]*\r?$", re.MULTILINE)
-_MARKDOWN_MARK = re.compile(rb"^(?:#{1,6} \S|<details>|[ ]{0,3}(?:`{3,}|~{3,}))|\n\r?\n(?: {4}|\t)\S", re.MULTILINE)
+_MARKDOWN_MARK = re.compile(rb"^(?:#{1,6} \S|<details>|[ ]{0,3}(?:`{3,}|~{3,}|>))|\n\r?\n(?: {4}|\t)\S"
+                            rb"|^[`*#]*[\w./@+-]{1,256}\.(?:log|out|err|txt)[`*]*:?\r?$", re.MULTILINE)
 _INDENTED = re.compile(rb"^(?: {4}|\t)")
+_QUOTED = re.compile(rb"^[ ]{0,3}> ?")
 # the decoration around a name line: `name`:, **name**, ### name, <summary>name</summary>, name:
 _DECORATION = re.compile(rb"^(?:#{1,6}[ \t]+|[-*][ \t]+)?(?:<summary>|<b>|\*\*|__|`)*|(?:</summary>|</b>|\*\*|__|`)*[ \t]*:?[ \t]*$")
 _FILE_NAME = re.compile(rb"[\w.@+-]{0,128}(?:/[\w.@+-]{1,128}){0,16}")
@@ -53,14 +57,18 @@ def fenced_pieces(data: bytes, is_file_name) -> list[tuple[bytes | None, int, by
     if len(data) > MAX_POST_BYTES:
         return []
     lines = data.split(b"\n")
-    blocks = _fenced_blocks(data, lines) or _indented_blocks(lines)
+    blocks = _fenced_blocks(data, lines) or _indented_blocks(lines) or _quoted_blocks(lines)
+    named = {}
+    if not blocks:
+        blocks, named = _named_sections(lines, is_file_name)
     prose = list(lines)
     pieces: list[tuple[bytes | None, int, bytes]] = []
     for covered, first, content in blocks:
         for number in covered:
             prose[number] = b""
         if content.strip():
-            pieces.append((_name_before(lines, covered.start, is_file_name), first + 1, content))
+            name = named.get(covered.start) or _name_before(lines, covered.start, is_file_name)
+            pieces.append((name, first + 1, content))
     if not pieces:
         return []
     prose_text = b"\n".join(prose)
@@ -126,6 +134,53 @@ def _blocks(data: bytes) -> list[tuple[int, int | None, int | None]]:
 def _line_of(data: bytes, offset: int) -> int:
     """The 0-based number of the line `offset` is on."""
     return data.count(b"\n", 0, offset)
+
+
+def _quoted_blocks(lines: list[bytes]) -> list[tuple[range, int, bytes]]:
+    """(the lines, their first, their text one quote level down) of each run of quoted lines (a
+    mail's or a forum's reply: `> ` before each), when they hold as many of the text's non-blank
+    lines as the reply does, which is a few lines (the `... wrote:` line before a quote and a
+    signature after `-- ` aside). A text quoted whole is ingest.margin's."""
+    spans, number, prose = [], 0, 0
+    signature = next((index for index, line in enumerate(lines) if line.rstrip(b"\r") in (b"-- ", b"--")), len(lines))
+    while number < signature:
+        if _QUOTED.match(lines[number]):
+            end = number
+            while end < len(lines) and _QUOTED.match(lines[end]):
+                end += 1
+            spans.append((range(number, end), number, b"\n".join(_QUOTED.sub(b"", line, 1) for line in lines[number:end])))
+            number = end
+            continue
+        attribution = lines[number].rstrip().endswith(b"wrote:")  # `On <date>, <name> wrote:`
+        prose += bool(lines[number].strip()) and not attribution
+        number += 1
+    quoted = sum(1 for _covered, _first, text in spans for line in text.split(b"\n") if line.strip())
+    if not spans or prose == 0 or prose > MAX_PROSE_LINES or quoted < prose:
+        return []
+    return spans
+
+
+def _named_sections(lines: list[bytes], is_file_name) -> tuple[list[tuple[range, int, bytes]], dict[int, bytes]]:
+    """Several files pasted one after the other, each after a line of its name alone (`rank0.log:`,
+    `**rank1.log**`): (the lines of each, their first, their text) and {a section's name line:
+    the name}, when at least two lines name files; else nothing."""
+    names = {number: name for number, line in enumerate(lines) if (name := _lone_name(line, is_file_name))}
+    if len(names) < 2:
+        return [], {}
+    starts = sorted(names)
+    sections = [(range(start, stop), start + 1, b"\n".join(lines[start + 1:stop]))
+                for start, stop in zip(starts, starts[1:] + [len(lines)])]
+    return sections, names
+
+
+def _lone_name(line: bytes, is_file_name) -> bytes | None:
+    """The file a line names when it holds nothing but that name, marked as one (a colon after it,
+    or Markdown's emphasis, code or heading around it)."""
+    line = line.strip()
+    name = _DECORATION.sub(b"", line)
+    if name == line or not name or not _FILE_NAME.fullmatch(name) or not is_file_name(name):
+        return None
+    return name
 
 
 def _name_before(lines: list[bytes], fence: int, is_file_name) -> bytes | None:
