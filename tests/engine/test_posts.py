@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from firstfault.ingest.combined import split_combined
-from firstfault.ingest.fenced import HEAD_BYTES, MAX_POST_BYTES, fenced_pieces
+from firstfault.ingest.posts import HEAD_BYTES, MAX_POST_BYTES, post_pieces
 from firstfault.ingest.sources import InputFile
 from firstfault.pipeline import diagnose_paths, diagnose_texts
 
@@ -109,20 +109,20 @@ def test_a_blocks_name_line_names_its_file(name_line):
 
 def test_blocks_keep_the_line_numbers_of_the_post_and_the_prose_loses_nothing():
     text = b"intro\n```\nline a\nline b\n```\nbetween\n~~~text\nline c\n~~~\noutro\n"
-    pieces = fenced_pieces(text, lambda name: False)
+    pieces = post_pieces(text, lambda name: False)
     assert pieces[0] == (None, 1, b"intro\n\n\n\n\nbetween\n\n\n\noutro\n")
     assert pieces[1:] == [(None, 3, b"line a\nline b"), (None, 8, b"line c")]
 
 
 def test_a_longer_fence_holds_a_shorter_one_and_an_unclosed_block_runs_to_the_end():
     text = b"see\n````\n```\ninner\n```\n````\n```\nlast\nlines\n"
-    pieces = fenced_pieces(text, lambda name: False)
+    pieces = post_pieces(text, lambda name: False)
     assert [piece[1:] for piece in pieces[1:]] == [(3, b"```\ninner\n```"), (8, b"last\nlines\n")]
 
 
 def test_a_line_that_names_no_file_names_no_block():
     text = b"Here is my rank0.log:\n```\nx\n```\n"
-    assert fenced_pieces(text, lambda name: name.endswith(b".log"))[1][0] is None
+    assert post_pieces(text, lambda name: name.endswith(b".log"))[1][0] is None
 
 
 @pytest.mark.parametrize("text", [
@@ -138,10 +138,10 @@ def test_a_log_that_only_looks_like_a_post_stays_one_log(text):
 
 def test_indented_blocks_after_a_blank_line_are_a_posts_code():
     text = b"Here is my log:\n\n    line a\n\n      line b\n\nrank1.log:\n\n    line c\n    line d\n\nThanks!\n"
-    pieces = fenced_pieces(text, lambda name: name.endswith(b".log"))
+    pieces = post_pieces(text, lambda name: name.endswith(b".log"))
     assert pieces[1:] == [(None, 3, b"line a\n\n  line b"), (b"rank1.log", 9, b"line c\nline d")]
     assert pieces[0] == (None, 1, b"Here is my log:\n\n\n\n\n\nrank1.log:\n\n\n\n\nThanks!\n")
-    assert fenced_pieces(text.replace(b"    line d\n", b""), lambda name: True) == []  # prose as long as the code: no post
+    assert post_pieces(text.replace(b"    line d\n", b""), lambda name: True) == []  # prose as long as the code: no post
 
 
 @pytest.mark.parametrize("text", [
@@ -161,7 +161,7 @@ def test_a_short_quote_in_a_reply_is_the_quoted_text():
     # one quoted line against one line of reply: who wrote and the signature are no reply
     text = (b"On Tue, Alex wrote:\n> [rank13]: RuntimeError: Rank 13, node worker1, loss is NaN\n>\n\n"
             b"Same here.\n\n-- \nSam\nsam@example.org\n")
-    pieces = fenced_pieces(text, lambda name: False)
+    pieces = post_pieces(text, lambda name: False)
     assert pieces[1] == (None, 2, b"[rank13]: RuntimeError: Rank 13, node worker1, loss is NaN\n")
 
 
@@ -171,7 +171,7 @@ def test_files_pasted_after_a_line_of_their_name_alone_are_those_files():
     assert [(piece.display, piece.first_line, piece.content) for piece in pieces] == [
         ("rank0.log in paste.txt", 2, b"step 1\nstep 2\n"), ("rank1.log in paste.txt", 6, b"step 1\nboom\n")]
     once = b"rank0.log:\nstep 1\nstep 2\n"  # one name: nothing says where another file would begin
-    assert fenced_pieces(once, lambda name: True) == []
+    assert post_pieces(once, lambda name: True) == []
 
 
 def test_a_retry_the_log_went_on_past_is_no_failure(tmp_path):

@@ -19,7 +19,7 @@ name still gives the path hints): the other containers' lines are left empty in 
 numbers are those of the text given.
 
 A post (an issue, a forum or chat message) holds its logs in Markdown code blocks among its prose:
-each block becomes an input of its own, named by the file a line before it names (`fenced.py`).
+each block becomes an input of its own, named by the file a line before it names (`posts.py`).
 
 The format must hold from the first line (tail's header) or on nearly every line (grep's file
 names, which must look like files: a folder in them or a log's extension; Compose's container
@@ -32,7 +32,7 @@ import re
 from dataclasses import replace
 
 from . import margin
-from .fenced import MAX_POST_BYTES, fenced_pieces, looks_like_a_post
+from .posts import MAX_POST_BYTES, looks_like_a_post, post_pieces
 from .reader import starts_as_plain_text, without_terminal_codes
 from .sources import InputFile
 
@@ -69,13 +69,13 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
     """The files pasted into `item`, each an input of its own; [item] when it is one log.
     `head`: its first FIRST_BYTES, when the caller read them already."""
     form = _form(item, head)
-    data = item.whole(MAX_POST_BYTES if form == "fenced" else MAX_COMBINED_BYTES) if form is not None else None
+    data = item.whole(MAX_POST_BYTES if form == "post" else MAX_COMBINED_BYTES) if form is not None else None
     if data is None:
         return [item]
     if form == "tail":
         pieces = _tail_pieces(data)
-    elif form == "fenced":
-        pieces = fenced_pieces(data, lambda name: _LOG_NAME.search(name) is not None)
+    elif form == "post":
+        pieces = post_pieces(data, lambda name: _LOG_NAME.search(name) is not None)
     elif form == "compose":
         pieces = _compose_pieces(without_terminal_codes(data))
     else:
@@ -86,7 +86,7 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
     inputs = []
     blocks = 0
     for name, first_line, content in pieces:
-        if name is None and form == "fenced" and inputs:  # a code block no line names: the post's too
+        if name is None and form == "post" and inputs:  # a code block no line names: the post's too
             blocks += 1
             inputs.append(replace(item, display=f"code block {blocks}{PIECE_OF}{item.display}", path=None, content=content,
                                   first_line=first_line))
@@ -106,7 +106,7 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
 
 
 def _form(item: InputFile, head: bytes | None = None) -> str | None:
-    """"tail", "grep", "compose" or "fenced" (a post's code blocks, see fenced.py) when `item` reads
+    """"tail", "grep", "compose" or "post" (a post's code blocks, see posts.py) when `item` reads
     as files or containers' outputs pasted in that form, else None. Every input passes here: its first lines decide, read alone, before
     anything more is."""
     head = item.head(FIRST_BYTES) if head is None else head
@@ -121,7 +121,7 @@ def _form(item: InputFile, head: bytes | None = None) -> str | None:
     # (a log that starts with a file's name is no grep output: it may still be files after their names)
     if any(map(_NAMED_START.match, first_lines)) and _grep_shaped(_head_lines(item.head(HEAD_BYTES) or b"")):
         return "grep"
-    return "fenced" if looks_like_a_post(head) else None  # most logs end here: regexes on their first lines
+    return "post" if looks_like_a_post(head) else None  # most logs end here: regexes on their first lines
 
 
 def _head_lines(data: bytes) -> list[bytes]:

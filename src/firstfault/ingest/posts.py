@@ -1,6 +1,6 @@
 """A post's Markdown code blocks, read as the texts they hold.
 
-    pieces = fenced_pieces(data)   # [] when the text holds no code block
+    pieces = post_pieces(data, is_file_name)   # [] when the text is no post
 
 An issue, a forum post or a chat message hands over logs in fenced code blocks (```` ``` ```` or
 `~~~` lines, CommonMark's fences), among the template's prose: a sentence, the code that ran, the
@@ -48,12 +48,12 @@ def looks_like_a_post(head: bytes) -> bool:
     return _MARKDOWN_MARK.search(head) is not None
 
 
-def fenced_pieces(data: bytes, is_file_name) -> list[tuple[bytes | None, int, bytes]]:
+def post_pieces(data: bytes, is_file_name) -> list[tuple[bytes | None, int, bytes]]:
     """(the file a block's name line gives, or None; its first line; its lines) for each code
     block of `data`, and (None, 1, the prose with every block's lines left empty) first; [] when
-    `data` is no post: no closed fenced block among its first HEAD_BYTES, nor (a post without
-    fences) indented blocks that hold most of its lines. `is_file_name(name)`: whether a name
-    line's text names a log file."""
+    `data` is no post: no closed fenced block among its first HEAD_BYTES, no indented blocks or
+    quoted runs that are most of it, no two files each after a line of its name alone.
+    `is_file_name(name)`: whether a name line's text names a log file."""
     if len(data) > MAX_POST_BYTES:
         return []
     lines = data.split(b"\n")
@@ -95,24 +95,50 @@ def _indented_blocks(lines: list[bytes]) -> list[tuple[range, int, bytes]]:
     the first line indented less), when they hold most of the text's non-blank lines and the rest,
     the prose, is a few lines (MAX_PROSE_LINES): a log with an indented part after a blank line
     (a configuration dump) stays one log."""
+    def opens(number: int) -> bool:
+        return bool(_INDENTED.match(lines[number])) and (number == 0 or not lines[number - 1].strip())
+
+    spans, prose = _runs(lines, opens, lambda line: bool(_INDENTED.match(line)) or not line.strip(), _INDENTED)
+    return spans if _most_of_it(spans, prose, more=True) else []
+
+
+def _quoted_blocks(lines: list[bytes]) -> list[tuple[range, int, bytes]]:
+    """(the lines, their first, their text one quote level down) of each run of quoted lines (a
+    mail's or a forum's reply: `> ` before each), when they hold as many of the text's non-blank
+    lines as the reply does, which is a few lines (the `... wrote:` line before a quote and a
+    signature after `-- ` aside). A text quoted whole is ingest.margin's."""
+    signature = next((index for index, line in enumerate(lines) if line.rstrip(b"\r") in (b"-- ", b"--")), len(lines))
+    spans, prose = _runs(lines[:signature], lambda number: bool(_QUOTED.match(lines[number])),
+                         lambda line: bool(_QUOTED.match(line)), _QUOTED,
+                         aside=lambda line: line.rstrip().endswith(b"wrote:"))  # `On <date>, <name> wrote:`
+    return spans if _most_of_it(spans, prose, more=False) else []
+
+
+def _runs(lines: list[bytes], opens, goes_on, mark: re.Pattern, aside=lambda line: False) -> tuple[list, int]:
+    """(the lines, their first, their text with `mark` taken off each) of each run of lines that
+    `opens` at a line and `goes_on` over the next ones (blank lines at its end are not its); and
+    how many non-blank lines are outside the runs (not counting those `aside` says to leave)."""
     spans, number, prose = [], 0, 0
     while number < len(lines):
-        line = lines[number]
-        if _INDENTED.match(line) and (number == 0 or not lines[number - 1].strip()):
-            end = number
-            while end < len(lines) and (_INDENTED.match(lines[end]) or not lines[end].strip()):
+        if opens(number):
+            end = number + 1
+            while end < len(lines) and goes_on(lines[end]):
                 end += 1
-            while end > number and not lines[end - 1].strip():
-                end -= 1  # blank lines after the block are the prose's
-            spans.append((range(number, end), number, b"\n".join(_INDENTED.sub(b"", text, 1) for text in lines[number:end])))
+            while end > number + 1 and not lines[end - 1].strip():
+                end -= 1
+            spans.append((range(number, end), number, b"\n".join(mark.sub(b"", line, 1) for line in lines[number:end])))
             number = end
             continue
-        prose += bool(line.strip())
+        prose += bool(lines[number].strip()) and not aside(lines[number])
         number += 1
-    indented = sum(1 for covered, _first, _text in spans for index in covered if lines[index].strip())
-    if not spans or prose == 0 or prose > MAX_PROSE_LINES or indented <= prose:
-        return []
-    return spans
+    return spans, prose
+
+
+def _most_of_it(spans: list, prose: int, more: bool) -> bool:
+    """Whether runs of code are a post's: some prose, at most MAX_PROSE_LINES of it, and more
+    (`more`) or at least as many non-blank lines in the runs."""
+    code = sum(1 for _covered, _first, text in spans for line in text.split(b"\n") if line.strip())
+    return bool(spans) and 0 < prose <= MAX_PROSE_LINES and (code > prose if more else code >= prose)
 
 
 def _blocks(data: bytes) -> list[tuple[int, int | None, int | None]]:
@@ -136,30 +162,6 @@ def _line_of(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset)
 
 
-def _quoted_blocks(lines: list[bytes]) -> list[tuple[range, int, bytes]]:
-    """(the lines, their first, their text one quote level down) of each run of quoted lines (a
-    mail's or a forum's reply: `> ` before each), when they hold as many of the text's non-blank
-    lines as the reply does, which is a few lines (the `... wrote:` line before a quote and a
-    signature after `-- ` aside). A text quoted whole is ingest.margin's."""
-    spans, number, prose = [], 0, 0
-    signature = next((index for index, line in enumerate(lines) if line.rstrip(b"\r") in (b"-- ", b"--")), len(lines))
-    while number < signature:
-        if _QUOTED.match(lines[number]):
-            end = number
-            while end < len(lines) and _QUOTED.match(lines[end]):
-                end += 1
-            spans.append((range(number, end), number, b"\n".join(_QUOTED.sub(b"", line, 1) for line in lines[number:end])))
-            number = end
-            continue
-        attribution = lines[number].rstrip().endswith(b"wrote:")  # `On <date>, <name> wrote:`
-        prose += bool(lines[number].strip()) and not attribution
-        number += 1
-    quoted = sum(1 for _covered, _first, text in spans for line in text.split(b"\n") if line.strip())
-    if not spans or prose == 0 or prose > MAX_PROSE_LINES or quoted < prose:
-        return []
-    return spans
-
-
 def _named_sections(lines: list[bytes], is_file_name) -> tuple[list[tuple[range, int, bytes]], dict[int, bytes]]:
     """Several files pasted one after the other, each after a line of its name alone (`rank0.log:`,
     `**rank1.log**`): (the lines of each, their first, their text) and {a section's name line:
@@ -176,9 +178,14 @@ def _named_sections(lines: list[bytes], is_file_name) -> tuple[list[tuple[range,
 def _lone_name(line: bytes, is_file_name) -> bytes | None:
     """The file a line names when it holds nothing but that name, marked as one (a colon after it,
     or Markdown's emphasis, code or heading around it)."""
+    return _named(line, is_file_name, marked=True)
+
+
+def _named(line: bytes, is_file_name, marked: bool = False) -> bytes | None:
+    """The file name a line holds alone, its decoration taken off (`marked`: it must have some)."""
     line = line.strip()
     name = _DECORATION.sub(b"", line)
-    if name == line or not name or not _FILE_NAME.fullmatch(name) or not is_file_name(name):
+    if not name or (marked and name == line) or not _FILE_NAME.fullmatch(name) or not is_file_name(name):
         return None
     return name
 
@@ -187,10 +194,6 @@ def _name_before(lines: list[bytes], fence: int, is_file_name) -> bytes | None:
     """The file the last non-empty line before a block's fence names (a blank line may come
     between them), or None."""
     for number in range(fence - 1, max(fence - 3, -1), -1):
-        line = lines[number].strip()
-        if not line:
-            continue
-        name = _DECORATION.sub(b"", line)
-        found = _FILE_NAME.fullmatch(name)
-        return name if found and name and is_file_name(name) else None
+        if lines[number].strip():
+            return _named(lines[number], is_file_name)
     return None
