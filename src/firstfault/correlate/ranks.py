@@ -273,6 +273,7 @@ class _FileContext:
         declared = declared_ranks(scan)
         # an agent that runs one worker: every line of its console is that rank's or about it
         self.only_rank = declared[0] if len(declared) == 1 else pod_process_rank(scan)
+        self.only_from = RANK_FROM["agent" if len(declared) == 1 else "pod"]
 
     def who(self, hit: RawHit, offset: int | None) -> tuple[int | None, str | None, str | None]:
         """(rank, host, how the logs tie that rank to the line: RANK_FROM's words, or None)."""
@@ -295,7 +296,7 @@ class _FileContext:
             if scan.hints.rank is not None:
                 rank, how = scan.hints.rank, RANK_FROM["declared" if scan.hints.declared else "file"]
             elif self.only_rank is not None:
-                rank, how = self.only_rank, RANK_FROM["pod" if scan.hints.pod_role else "agent"]
+                rank, how = self.only_rank, self.only_from
         if rank is None and prefix.pid is not None:
             rank, how = scan.worker_pids.get(prefix.pid), RANK_FROM["pid"].format(pid=prefix.pid)
         if rank is None and scan.srun_tasks and not scan.tasks_are_nodes:
