@@ -26,7 +26,7 @@ def initiating(path) -> dict:
     ("dev/real-15-logdir-ws5", 2, "local rank 2 (the name of its file) on a node whose ranks start at 0"),
     ("real/native-cxx-terminate-twonode-ws6-r4", 4, "local rank 1 (the launcher's prefix on the line) on a node whose ranks start at 3"),
     ("dev/pcluster-fairseq-rdzv-endpoint-is-head-node", None, "the srun task label of the line (a task per rank)"),
-    ("upstream/preempted-sigterm-k8s-scheduler-preempted-worker-pod-sigkill", None, "its Kubeflow pod's name"),
+    ("upstream/preempted-sigterm-k8s-scheduler-preempted-worker-pod-sigkill", None, "its torchrun agent's rendezvous result"),
     ("dev/autograd-inplace-bifpn-fusion-weights", 0, "the reasoning: the failing line carries no rank; rank 0 is the only process"),
 ])
 def test_the_first_faults_rank_says_how_the_logs_tie_it(case, rank, told):
@@ -44,6 +44,16 @@ def test_a_rank_declared_by_its_files_start_up_lines_says_so(tmp_path):
                                              "IndexError: list index out of range\n")
     place = initiating(tmp_path)
     assert place["rank"] == 1 and place["rank_from"] == "its file's own start-up lines, which declare the rank"
+
+
+def test_a_rank_a_kubeflow_pods_name_gives_says_so(tmp_path):
+    # a PyTorchJob whose pods run the script itself: worker-0 is node 1, and its one process rank 1
+    (tmp_path / "train-master-0.log").write_text("epoch 1 step 1 loss 2.3\nepoch 1 step 2 loss 2.2\n")
+    (tmp_path / "train-worker-0.log").write_text("epoch 1 step 1 loss 2.3\nTraceback (most recent call last):\n"
+                                                 '  File "train.py", line 9, in <module>\n'
+                                                 "IndexError: list index out of range\n")
+    place = initiating(tmp_path)
+    assert place["rank"] == 1 and place["rank_from"].startswith("its Kubeflow pod's name")
 
 
 def test_no_rank_no_provenance():
