@@ -183,13 +183,16 @@ def test_upload_expansion_raises_only_refusals(data, form, name):
 
 
 # how pasted and collected logs look: margins, quotes, collector times, tail headers, grep names,
-# Compose's container names, grep -n's and cat -n's line numbers
+# Compose's container names, grep -n's and cat -n's line numbers, posts' code blocks
 PASTE_PIECES = st.sampled_from([
     "    ", "\t", "> ", "> > ", ">", "==> logs/rank1.log <==", "==> ", " <==", "logs/rank3.log:", "logs/rank3.log:12:",
     "rank0.log-7-", "--", "2026-12-05T08:00:00.123456789Z stderr F ", "2026-12-05T08:00:00Z ", "stdout P ",
     '{"log":"[rank1]: x\\n","stream":"stderr","time":"2026-12-05T08:00:00Z"}', '{"log":', "0: ", "  3: ", "[rank2]:",
     "x" * 80, "y" * 120, "\x1b[31m", "\x1b[0m", "\x1b(B", "\r\n", "\n", "",
     "trainer-1  | ", "trainer-12 | ", "proj_worker_2 |", " | ", "|", "1:", "2:", "3-", "12:", "     1\t", "     2\t",
+    # a post's code blocks, their name lines, a reply's quote and signature
+    "```", "```python", "````", "~~~", "`rank1.log`:", "**rank0.log**", "<summary>rank1.log</summary>", "### rank2.log",
+    "rank3.log:", "<details>", "On Tue, Alex wrote:", "-- ",
 ])
 PASTED_TEXT = st.lists(st.lists(st.one_of(PASTE_PIECES, FRAGMENTS, st.text(max_size=20)), max_size=8).map("".join),
                        min_size=1, max_size=40).map("\n".join)
