@@ -17,7 +17,7 @@ from functools import lru_cache
 from .ingest.error_records import error_record_input
 from .ingest.pasted import as_written
 from .errors import InputError
-from .ingest.sources import InputFile, expand_inputs, in_memory_inputs
+from .ingest.sources import InputFile, expand_inputs, in_memory_inputs, stdin_in_memory
 from .kb import load_knowledge_base
 from .kb.loader import KnowledgeBase
 from .mask import HostMasker, mask_secrets
@@ -80,6 +80,7 @@ def _diagnose(inputs: list[InputFile], skipped: list[Skipped], *, mask_hosts: bo
         consumed = set(report.consumed)
         inputs = [item for item in inputs if _name_of(item) not in consumed]
         skipped = list(skipped) + [Skipped(path, reason) for path, reason in report.skipped]
+    inputs = [stdin_in_memory(item) if item.is_stdin else item for item in inputs]  # a paste piped in
     inputs = as_written(inputs)  # pasted, wrapped, collected, several files in one text
     inputs = [error_record_input(item) or item for item in inputs]  # torchelastic / firstfault error files
     skipped = list(skipped) + [Skipped(item.display, note) for item in inputs for note in item.notes]

@@ -190,3 +190,28 @@ def test_a_log_that_ends_retrying_is_not_healthy(tmp_path):
                      "(errno: 111 - Connection refused). Retrying in 5s\n" * 3)
     assert diagnose_paths([str(log)]).status != "healthy"
 
+
+
+def test_a_post_piped_to_standard_input_is_read_as_a_post():
+    import subprocess
+    import sys
+
+    body = issue_body(log_files("dev/real-12-plain-ws4"))  # `pbpaste | firstfault diagnose -`
+    run = subprocess.run([sys.executable, "-m", "firstfault", "diagnose", "--format", "json", "-"],
+                         input=body.encode(), capture_output=True, timeout=120)
+    initiating = __import__("json").loads(run.stdout)["primary"]["initiating"]
+    assert (initiating["rank"], initiating["rank_from"]) == (1, "the name of its file")
+
+
+def test_standard_input_longer_than_a_paste_is_read_whole_as_it_comes(monkeypatch, tmp_path):
+    import io
+    import sys
+
+    from firstfault.ingest import sources
+
+    log = FIXTURES / "dev/real-12-plain-ws4/logs/rank1.log"
+    monkeypatch.setattr(sources, "STDIN_PASTE_BYTES", 100)  # its first 100 bytes read first, then the rest
+    monkeypatch.setattr(sys, "stdin", type("Stdin", (), {"buffer": io.BufferedReader(io.BytesIO(log.read_bytes()))})())
+    piped = diagnose_paths(["-"])
+    assert piped.inputs.lines == diagnose_paths([str(log)]).inputs.lines
+    assert verdict(piped) == verdict(diagnose_paths([str(log)]))

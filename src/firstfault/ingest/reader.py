@@ -84,7 +84,7 @@ def _open_binary(item: InputFile):
     if item.content is not None:
         return io.BytesIO(item.content)
     if item.is_stdin:
-        return sys.stdin.buffer
+        return _Prefixed(item.stdin_head, sys.stdin.buffer) if item.stdin_head else sys.stdin.buffer
     try:
         return open(item.path, "rb")
     except PermissionError:
@@ -93,6 +93,26 @@ def _open_binary(item: InputFile):
         raise Unreadable("no longer there: deleted or moved while firstfault ran") from None
     except OSError as exc:
         raise Unreadable(exc.strerror or str(exc)) from None
+
+
+class _Prefixed(io.RawIOBase):
+    """Bytes already read from a stream (standard input's first, see sources.stdin_in_memory), then
+    the rest of that stream."""
+
+    def __init__(self, head: bytes, rest) -> None:
+        self._head, self._rest = memoryview(head), rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._head:
+            size = min(len(buffer), len(self._head))
+            buffer[:size], self._head = self._head[:size], self._head[size:]
+            return size
+        data = self._rest.read1(len(buffer)) if hasattr(self._rest, "read1") else self._rest.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
 
 
 def _decompressing(raw, item: InputFile):

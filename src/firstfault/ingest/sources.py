@@ -12,7 +12,8 @@ import glob
 import os
 import re
 import stat
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..model import Skipped
@@ -33,6 +34,7 @@ class InputFile:
     max_bytes: int | None = None  # a gzip input stops expanding here (uploads)
     notes: tuple[str, ...] = ()  # what was left out of it before the scan (reported as skipped)
     first_line: int = 1  # the number of its first line (a piece of a text that held several files)
+    stdin_head: bytes = b""  # standard input's first bytes, read before the rest (see stdin_in_memory)
 
     def head(self, size: int) -> bytes | None:
         """Its first `size` bytes as stored (None: standard input, read once by the reader, or a
@@ -59,6 +61,19 @@ class InputFile:
             return self.path.read_bytes()
         except OSError:
             return None
+
+
+STDIN_PASTE_BYTES = 64 * 1024 * 1024  # standard input up to this size is read whole, as a paste
+
+
+def stdin_in_memory(item: InputFile) -> InputFile:
+    """Standard input as bytes in memory when it is no longer than STDIN_PASTE_BYTES (`pbpaste |
+    firstfault diagnose -`: a paste, whose forms ingest.pasted reads back as for a file); a longer
+    stream (a log piped through) is read as it comes, its first bytes kept to be read first."""
+    head = sys.stdin.buffer.read(STDIN_PASTE_BYTES + 1)
+    if len(head) <= STDIN_PASTE_BYTES:
+        return replace(item, content=head, is_stdin=False)
+    return replace(item, stdin_head=head)
 
 
 def expand_inputs(arguments: list[str]) -> tuple[list[InputFile], list[Skipped]]:
