@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from functools import lru_cache
 
+from .ingest.archives import with_archives_opened
 from .ingest.error_records import error_record_input
 from .ingest.pasted import as_written
 from .errors import InputError
@@ -40,6 +41,8 @@ def scanner_for(kb: KnowledgeBase) -> Scanner:
 def diagnose_paths(paths: Sequence[str], *, mask_hosts: bool = False, observer=None, kb=None) -> Diagnosis:
     """Diagnose files, folders (recursive), globs, .gz files and '-' (stdin)."""
     inputs, skipped = expand_inputs(list(paths))
+    inputs, left_out = with_archives_opened(inputs)  # logs.tgz: the files it holds
+    skipped = list(skipped) + left_out
     if not inputs:
         reasons = mask_secrets("; ".join(f"{item.source}: {item.reason}" for item in skipped)) or "nothing given"
         raise InputError(f"no readable input ({reasons})", "give log files, folders, globs or '-' for stdin")
