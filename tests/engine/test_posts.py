@@ -81,6 +81,15 @@ def reply_body(files) -> str:
     return "\n".join(parts + ["", "Same here, any update?", "", "-- ", "Sam", ""])
 
 
+def jira_body(files) -> str:
+    """A Jira ticket's description in its wiki markup: each file in a {noformat} block after a bold
+    line of its name when several."""
+    parts = ["h3. Description", "", "Job 48213 failed overnight.", ""]
+    for name, text in files:
+        parts += ([f"*{name}*"] if len(files) > 1 else []) + ["{noformat}", text.rstrip("\n"), "{noformat}", ""]
+    return "\n".join(parts + ["h3. Environment", "* torch 2.3.1", ""])
+
+
 def verdict(diagnosis):
     initiating = diagnosis.initiating
     return (diagnosis.primary.failure_id if diagnosis.primary else diagnosis.status,
@@ -88,10 +97,10 @@ def verdict(diagnosis):
 
 
 @pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("form", ["fenced", "indented", "quoted"])
+@pytest.mark.parametrize("form", ["fenced", "indented", "quoted", "jira"])
 def test_a_post_of_a_jobs_files_gives_the_diagnosis_of_the_files(case, form, tmp_path):
     expected = verdict(diagnose_paths([str(FIXTURES / case / "logs")]))
-    body = {"fenced": issue_body, "indented": question_body, "quoted": reply_body}[form](log_files(case))
+    body = {"fenced": issue_body, "indented": question_body, "quoted": reply_body, "jira": jira_body}[form](log_files(case))
     post = tmp_path / "issue.md"
     post.write_text(body, encoding="utf-8")
     assert verdict(diagnose_paths([str(post)])) == expected
@@ -118,6 +127,12 @@ def test_a_longer_fence_holds_a_shorter_one_and_an_unclosed_block_runs_to_the_en
     text = b"see\n````\n```\ninner\n```\n````\n```\nlast\nlines\n"
     pieces = post_pieces(text, lambda name: False)
     assert [piece[1:] for piece in pieces[1:]] == [(3, b"```\ninner\n```"), (8, b"last\nlines\n")]
+
+
+def test_a_jira_code_block_closes_at_the_next_marker_of_its_kind():
+    text = b"h3. Logs\n*rank1.log*\n{code:python}\nx = 1\n{noformat}\n{code}\nafter\n"
+    pieces = post_pieces(text, lambda name: name.endswith(b".log"))
+    assert pieces[1] == (b"rank1.log", 4, b"x = 1\n{noformat}")
 
 
 def test_a_line_that_names_no_file_names_no_block():

@@ -3,7 +3,7 @@
     pieces = post_pieces(data, is_file_name)   # [] when the text is no post
 
 An issue, a forum post or a chat message hands over logs in fenced code blocks (```` ``` ```` or
-`~~~` lines, CommonMark's fences), among the template's prose: a sentence, the code that ran, the
+`~~~` lines, CommonMark's fences; a Jira ticket's `{noformat}` and `{code}`), among the template's prose: a sentence, the code that ran, the
 environment report (`python -m torch.utils.collect_env`, `transformers-cli env`), and often several
 files, each in a block of its own after a line naming it (`` `rank1.log`: ``, `**node0.log**`,
 `<summary>rank1.log</summary>`). Read as one text, the blocks run together: the lines after one
@@ -35,13 +35,17 @@ MAX_PROSE_LINES = 40  # a post without fences: its lines outside the indented bl
 _FENCE = re.compile(rb"^[ ]{0,3}(`{3,}(?=[^`\r\n]*\r?$)|~{3,})[^\r\n]*\r?$", re.MULTILINE)
 # (each written to start with the newline before its line, so that the engine jumps from line to
 # line: a head is checked for every input, 4 us a head where `^` at every position took 60)
-_MARKDOWN_MARK = re.compile(rb"\n(?:#{1,6} \S|<details>|[ ]{0,3}(?:`{3,}|~{3,}|>)|\r?\n(?: {4}|\t)\S)")
+_MARKDOWN_MARK = re.compile(rb"\n(?:#{1,6} \S|<details>|[ ]{0,3}(?:`{3,}|~{3,}|>|\{noformat\}|\{code[:}])|h[1-6]\. \S"
+                            rb"|\r?\n(?: {4}|\t)\S)")
 _NAME_LINE_END = re.compile(rb"\.(?:log|out|err|txt)[`*]*:?\r?$", re.MULTILINE)
 _NAME_LINE = re.compile(rb"[`*#]*[\w./@+-]{1,256}\.(?:log|out|err|txt)[`*]*:?\r?")
 _INDENTED = re.compile(rb"^(?: {4}|\t)")
+_JIRA_FENCE = re.compile(rb"^[ ]{0,3}\{(noformat|code)(:[^}\r\n]*)?\}[ \t]*\r?$", re.MULTILINE)
 _QUOTED = re.compile(rb"^[ ]{0,3}> ?")
-# the decoration around a name line: `name`:, **name**, ### name, <summary>name</summary>, name:
-_DECORATION = re.compile(rb"^(?:#{1,6}[ \t]+|[-*][ \t]+)?(?:<summary>|<b>|\*\*|__|`)*|(?:</summary>|</b>|\*\*|__|`)*[ \t]*:?[ \t]*$")
+# the decoration around a name line: `name`:, **name**, ### name, <summary>name</summary>, name:, and
+# Jira's *name* and h3. name
+_DECORATION = re.compile(rb"^(?:#{1,6}[ \t]+|h[1-6]\.[ \t]+|[-*][ \t]+)?(?:<summary>|<b>|\*\*?|__|`)*"
+                         rb"|(?:</summary>|</b>|\*\*?|__|`)*[ \t]*:?[ \t]*$")
 _FILE_NAME = re.compile(rb"[\w.@+-]{0,128}(?:/[\w.@+-]{1,128}){0,16}")
 
 
@@ -85,8 +89,8 @@ def post_pieces(data: bytes, is_file_name) -> list[tuple[bytes | None, int, byte
 
 def _fenced_blocks(data: bytes, lines: list[bytes]) -> list[tuple[range, int, bytes]]:
     """(the lines a fenced block covers, fences included; its first line inside; its text) of
-    each, when the first closes among the first HEAD_BYTES."""
-    blocks = _blocks(data)
+    each, when the first closes among the first HEAD_BYTES (Markdown's fences, else Jira's)."""
+    blocks = _blocks(data) or _jira_blocks(data)
     if not blocks or blocks[0][2] is None or blocks[0][2] > HEAD_BYTES:
         return []
     spans = []
@@ -159,6 +163,19 @@ def _blocks(data: bytes) -> list[tuple[int, int | None, int | None]]:
         mark = opening.group(1)
         closing = next((fence for fence in fences if fence.group(1).startswith(mark[:1] * len(mark))
                         and not fence.group(0).strip()[len(fence.group(1)):].strip()), None)
+        blocks.append((opening.start(), closing.start() if closing else None, closing.end() if closing else None))
+        if closing is None:
+            break
+    return blocks
+
+
+def _jira_blocks(data: bytes) -> list[tuple[int, int | None, int | None]]:
+    """The same for Jira's wiki markup: `{noformat}` or `{code}` (`{code:python}`) alone on a line
+    opens a block, the next of its kind without parameters closes it."""
+    blocks = []
+    markers = iter(_JIRA_FENCE.finditer(data))
+    for opening in markers:
+        closing = next((marker for marker in markers if marker.group(1) == opening.group(1) and not marker.group(2)), None)
         blocks.append((opening.start(), closing.start() if closing else None, closing.end() if closing else None))
         if closing is None:
             break
