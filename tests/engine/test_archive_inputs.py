@@ -74,3 +74,13 @@ def test_a_file_named_like_an_archive_that_is_none_is_read_as_a_log(tmp_path):
     path = tmp_path / "notes.tar"
     path.write_text("[rank2]: RuntimeError: boom\n")
     assert verdict(diagnose_paths([str(path)]))[1] == 2
+
+
+def test_an_archive_whose_member_leaves_it_is_refused_and_not_to_be_extracted(tmp_path):
+    path = tmp_path / "logs.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("../rank0.log", "[rank0]: RuntimeError: boom\n")
+    good = tmp_path / "rank1.log"
+    good.write_text("[rank1]: RuntimeError: boom\n")
+    (skipped,) = [item for item in diagnose_paths([str(path), str(good)]).inputs.skipped if item.source == str(path)]
+    assert "points outside the archive" in skipped.reason and "extract" not in skipped.reason

@@ -49,7 +49,8 @@ def with_archives_opened(inputs: list[InputFile]) -> tuple[list[InputFile], list
             del budget.files[before:]
             reason = exc.message if isinstance(exc, InputRejected) else exc.strerror or exc.args[0]
             reason = reason.removeprefix(f"{item.display}: ")
-            skipped.append(Skipped(item.display, f"archive not opened: {reason}; extract it and give the folder"))
+            hint = (exc.hint if isinstance(exc, InputRejected) else "") or "extract it and give the folder"
+            skipped.append(Skipped(item.display, f"archive not opened: {reason}; {hint}"))
             continue
         skipped += [Skipped(item.display, note) for note in budget.notes[notes:]]
         opened += [_member(item, name, data) for name, data in budget.files[before:]]
