@@ -63,6 +63,7 @@ class Origin:
     time_inherited: bool = False  # True when the time was carried forward from an earlier line
     local_rank: int | None = None  # the local rank its prefix names, when it names one
     rank_from: str | None = None  # how the logs tie `rank` to this line (correlate.ranks.RANK_FROM)
+    host_from: str | None = None  # how the logs tie `host` to this line (correlate.ranks.HOST_FROM)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ class Evidence:
     signature: str = ""
     role: str = ""
     rank_from: str | None = None  # how the logs tie `rank` to the line (see Origin)
+    host_from: str | None = None  # how the logs tie `host` to the line (see Origin)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""How the logs tie the first fault's rank to its line (`primary.initiating.rank_from`): its prefix,
-its file's name, a local rank and its node's offset, a Kubeflow pod, a declaration, or the reasoning
-that joined it; `ask "why rank N?"` says it. Null when no rank is named."""
+"""How the logs tie the first fault's rank and host to its line (`primary.initiating.rank_from`,
+`host_from`): its prefix, its file's name, a local rank and its node's offset, a Kubeflow pod, a
+declaration, NCCL's lines, or the reasoning that joined it; `ask "why rank N?"` says it. Null when no
+rank (or host) is named."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,6 +37,17 @@ def test_the_first_faults_rank_says_how_the_logs_tie_it(case, rank, told):
     assert place["rank"] is not None and place["rank_from"].startswith(told)
 
 
+@pytest.mark.parametrize("case, told", [
+    ("dev/ddp-2node-nccl-mgmt-nic-unroutable", "the host prefix on the line"),
+    ("dev/flyte-elastic-2pod-worker-oom-survivors-block", "the name of its file, a host the logs name"),
+    ("dev/ddp-8gpu-gpu7-mmu-fault-cudnn-internal-hang", "its file's NCCL lines, which name one host"),
+    ("real/checkpoint-truncated-srun-ws7", "the reasoning: rank 0 ran on host vm: Slurm reports srun task 0 on that host"),
+])
+def test_the_first_faults_host_says_how_the_logs_tie_it(case, told):
+    place = initiating(FIXTURES / case / "logs")
+    assert place["host"] is not None and place["host_from"].startswith(told)
+
+
 def test_a_rank_declared_by_its_files_start_up_lines_says_so(tmp_path):
     # fairseq's start-up line in each of two files whose names say nothing
     (tmp_path / "out-3f9a1c.log").write_text("| distributed init (rank 0): env://\nepoch 1 step 1 loss 2.3\n")
@@ -60,6 +72,7 @@ def test_no_rank_no_provenance():
     # every rank raised the same error alike: no single rank started it, and nothing ties one
     place = initiating(FIXTURES / "real/bf16-model-fp32-batches-plain-ws4-r0/logs")
     assert place["rank"] is None and place["rank_from"] is None
+    assert place["host"] is None and place["host_from"] is None
 
 
 def test_ask_why_this_rank_says_how_the_rank_is_known():

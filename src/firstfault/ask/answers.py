@@ -134,6 +134,7 @@ def _why(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     where, first = _where(contract), _first_fault_line(contract)
     head = f"The first fault is {_failure_words(contract)}, on {_who(where, contract)}, at {_at(first or where)}."
     told = [f"Rank {where['rank']}, told by {where['rank_from']}."] if where.get("rank_from") else []
+    told += [f"Host {where['host']}, told by {where['host_from']}."] if where.get("host_from") else []
     lines, cited = _because_lines(contract)
     return Answer(intent.kind, (head, *told, "How it was decided, rule by rule:", *lines),
                   _unique(_cite(first or where, first.get("text")) + cited))

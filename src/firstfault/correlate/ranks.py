@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..ingest.attribution import device_mentioned, is_system_log, path_names, rank_mentioned
 from ..match.context import (ARGS_LOCAL_RANK_DECLARED, ARGS_RANK_DECLARED, HOST_SIGNATURES, LAUNCHER_FAILED,
@@ -166,8 +166,9 @@ def content_hosts(scans: list[FileScan]) -> set[str]:
     return hosts
 
 
-def file_hosts(scans: list[FileScan]) -> dict[str, str | None]:
-    """display name -> the host the file came from, when the logs show it."""
+def file_hosts(scans: list[FileScan], with_sources: bool = False) -> dict:
+    """display name -> the host the file came from, when the logs show it (`with_sources`: with how,
+    HOST_FROM's words)."""
     named = content_hosts(scans)
     heuristic = {scan.input.display: scan.hints.host for scan in scans}
     per_node_files = len({host for host in heuristic.values() if host}) > 1
@@ -180,6 +181,9 @@ def file_hosts(scans: list[FileScan]) -> dict[str, str | None]:
             guess = next((name for name in path_names(scan.input.relative)[1:2] if name and name[-1:].isdigit()), None)
         own_nccl = set(scan.nccl_hosts.values())
         hosts[scan.input.display] = confirmed or guess or (next(iter(own_nccl)) if len(own_nccl) == 1 else None)
+        if with_sources:
+            hosts[scan.input.display] = (hosts[scan.input.display], HOST_FROM["named file"] if confirmed else
+                                         HOST_FROM["file"] if guess else HOST_FROM["file nccl"])
     return hosts
 
 
@@ -190,10 +194,13 @@ class JobFiles:
     hosts: dict  # display name -> the host the file came from, or None
     local_world: int | None  # processes per node, when known
     host_offsets: dict  # host -> its node's first global rank (_host_offsets)
+    host_sources: dict = field(default_factory=dict)  # display name -> how the logs say its host (HOST_FROM)
 
 
 def job_files(scans: list[FileScan]) -> JobFiles:
-    return JobFiles(file_hosts(scans), local_world_size(scans), _host_offsets(scans))
+    sourced = file_hosts(scans, with_sources=True)
+    return JobFiles({name: host for name, (host, _how) in sourced.items()}, local_world_size(scans), _host_offsets(scans),
+                    {name: how for name, (_host, how) in sourced.items()})
 
 
 def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]:
@@ -214,14 +221,14 @@ def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]
             offset = blocks.get(scan.input.display)
         if offset is None and not any_node_hints and not host_offsets and not blocks and len(file_nodes) <= 1:
             offset = 0  # single node: local rank == global rank
-        context = _FileContext(scan, world, hosts[scan.input.display], several)
+        context = _FileContext(scan, world, hosts[scan.input.display], several, files.host_sources.get(scan.input.display))
         nodes = several_nodes(scan)
         for hit in scan.hits:
             host = hit.prefix.host
-            rank, host, rank_from = context.who(hit, host_offsets.get(host, None if nodes else offset) if host else offset)
+            rank, host, rank_from, host_from = context.who(hit, host_offsets.get(host, None if nodes else offset) if host else offset)
             origin = Origin(source=scan.input.display, line=hit.line, rank=rank, host=host,
                             time=hit.time, time_inherited=hit.time_inherited, local_rank=hit.prefix.local_rank,
-                            rank_from=rank_from)
+                            rank_from=rank_from, host_from=host_from)
             matches.append(Match(hit.signature, LogLine(hit.text, origin), hit.captures, order))
             order += 1
     return matches
@@ -268,15 +275,17 @@ def world_info_offsets(text: str) -> dict[str, int]:
 class _FileContext:
     """What one file's census and path say about the lines in it."""
 
-    def __init__(self, scan: FileScan, world: int | None, host: str | None, several_processes: bool) -> None:
+    def __init__(self, scan: FileScan, world: int | None, host: str | None, several_processes: bool,
+                 host_from: str | None = None) -> None:
         self.scan, self.world, self.host, self.several = scan, world, host, several_processes
+        self.host_from = host_from
         declared = declared_ranks(scan)
         # an agent that runs one worker: every line of its console is that rank's or about it
         self.only_rank = declared[0] if len(declared) == 1 else pod_process_rank(scan)
         self.only_from = RANK_FROM["agent" if len(declared) == 1 else "pod"]
 
-    def who(self, hit: RawHit, offset: int | None) -> tuple[int | None, str | None, str | None]:
-        """(rank, host, how the logs tie that rank to the line: RANK_FROM's words, or None)."""
+    def who(self, hit: RawHit, offset: int | None) -> tuple[int | None, str | None, str | None, str | None]:
+        """(rank, host, how the logs tie each to the line: RANK_FROM's and HOST_FROM's words, or None)."""
         scan, prefix = self.scan, hit.prefix
         local = prefix.local_rank if prefix.local_rank is not None else scan.hints.local_rank
         local_from = "prefix" if prefix.local_rank is not None else "declared" if scan.hints.declared else "file"
@@ -309,8 +318,17 @@ class _FileContext:
             # process on GPU 3 (CUDA_VISIBLE_DEVICES=3) is not rank 3
             device = device_mentioned(hit.text)
             rank, how = (device + offset, RANK_FROM["device"]) if device is not None else (None, None)
-        host = prefix.host or (scan.nccl_hosts.get(local) if local is not None else None) or self.host
-        return rank, host, how if rank is not None else None
+        host, host_from = self._where(prefix, local)
+        return rank, host, how if rank is not None else None, host_from
+
+    def _where(self, prefix, local: int | None) -> tuple[str | None, str | None]:
+        """The host of a line, and how the logs say it."""
+        if prefix.host:
+            return prefix.host, HOST_FROM["prefix"]
+        nccl = self.scan.nccl_hosts.get(local) if local is not None else None
+        if nccl:
+            return nccl, HOST_FROM["nccl"].format(local=local)
+        return (self.host, self.host_from) if self.host else (None, None)
 
 
 # How the logs tie a rank to a line (`primary.initiating.rank_from`, `ask "why rank 3?"`)
@@ -325,6 +343,14 @@ RANK_FROM = {
     "pid": "the other lines of its worker process (pid {pid}), which name the rank",
     "text": "the line itself, which names the rank",
     "device": "the GPU index on the line, on a node of several processes",
+}
+# How the logs tie a host to a line (`primary.initiating.host_from`, `ask`)
+HOST_FROM = {
+    "prefix": "the host prefix on the line",
+    "nccl": "NCCL's lines of its local rank {local}, which name the host",
+    "named file": "the name of its file, a host the logs name",
+    "file": "the name of its file",
+    "file nccl": "its file's NCCL lines, which name one host",
 }
 LOCAL_FROM = {"prefix": "the launcher's prefix on the line", "file": "the name of its file",
               "declared": "its file's own start-up lines", "report": "the launcher's report of it"}

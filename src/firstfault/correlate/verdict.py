@@ -26,7 +26,7 @@ def evidence_of(match: Match) -> Evidence:
     origin = match.line.origin
     signature = match.signature
     return Evidence(origin.source, origin.line, origin.rank, origin.host, origin.time, match.line.text,
-                    signature.entry_id, signature.name, signature.role, origin.rank_from)
+                    signature.entry_id, signature.name, signature.role, origin.rank_from, origin.host_from)
 
 
 def correlate(matches: list[Match], inputs: InputSummary, single_process: bool,
@@ -78,6 +78,7 @@ def diagnosis_of(facts: Facts, decision: Decision) -> Diagnosis:
 # the rules that tie a rank to a line that names none (a join, the only process) or pick the
 # rank a hang started on: what they said is how the logs tie the rank to the first fault's line
 _RANK_RULES = frozenset(item.id for stage in STAGES if stage.name in ("hang", "rank") for item in stage.rules)
+_HOST_RULES = frozenset(item.id for stage in STAGES if stage.name == "host" for item in stage.rules)
 
 
 def _initiating_evidence(decision) -> Evidence:
@@ -89,7 +90,10 @@ def _initiating_evidence(decision) -> Evidence:
         said = [item.text for item in decision.because if item.rule in _RANK_RULES]
         initiating = replace(initiating, rank_from=f"the reasoning: {said[-1]}" if said else None)
     if decision.host and not initiating.host:
-        initiating = replace(initiating, host=decision.host)
+        said = [item.text for item in decision.because if item.rule in _HOST_RULES]
+        initiating = replace(initiating, host=decision.host, host_from=f"the reasoning: {said[-1]}" if said else None)
+    if initiating.host is not None and initiating.host_from is None:  # a hang rule's line: the rank's last one
+        initiating = replace(initiating, host_from="the lines of its rank, which show that host")
     return initiating
 
 

@@ -135,6 +135,7 @@ def _place(initiating) -> dict:
         "line": initiating.line if initiating else None,
         "time": iso_time(initiating.time) if initiating else None,
         "rank_from": initiating.rank_from if initiating and initiating.rank is not None else None,
+        "host_from": initiating.host_from if initiating and initiating.host is not None else None,
     }
 
 
