@@ -166,9 +166,9 @@ def content_hosts(scans: list[FileScan]) -> set[str]:
     return hosts
 
 
-def file_hosts(scans: list[FileScan], with_sources: bool = False) -> dict:
-    """display name -> the host the file came from, when the logs show it (`with_sources`: with how,
-    HOST_FROM's words)."""
+def file_hosts(scans: list[FileScan]) -> dict[str, tuple[str | None, str | None]]:
+    """display name -> (the host the file came from, how the logs say it: HOST_FROM's words), or
+    (None, None) when they do not show it."""
     named = content_hosts(scans)
     heuristic = {scan.input.display: scan.hints.host for scan in scans}
     per_node_files = len({host for host in heuristic.values() if host}) > 1
@@ -180,10 +180,9 @@ def file_hosts(scans: list[FileScan], with_sources: bool = False) -> dict:
         if confirmed is None and guess is None and is_system_log(scan.input.relative):
             guess = next((name for name in path_names(scan.input.relative)[1:2] if name and name[-1:].isdigit()), None)
         own_nccl = set(scan.nccl_hosts.values())
-        hosts[scan.input.display] = confirmed or guess or (next(iter(own_nccl)) if len(own_nccl) == 1 else None)
-        if with_sources:
-            hosts[scan.input.display] = (hosts[scan.input.display], HOST_FROM["named file"] if confirmed else
-                                         HOST_FROM["file"] if guess else HOST_FROM["file nccl"])
+        nccl = next(iter(own_nccl)) if len(own_nccl) == 1 else None
+        hosts[scan.input.display] = ((confirmed, HOST_FROM["named file"]) if confirmed else (guess, HOST_FROM["file"]) if guess
+                                     else (nccl, HOST_FROM["file nccl"]) if nccl else (None, None))
     return hosts
 
 
@@ -198,7 +197,7 @@ class JobFiles:
 
 
 def job_files(scans: list[FileScan]) -> JobFiles:
-    sourced = file_hosts(scans, with_sources=True)
+    sourced = file_hosts(scans)
     return JobFiles({name: host for name, (host, _how) in sourced.items()}, local_world_size(scans), _host_offsets(scans),
                     {name: how for name, (_host, how) in sourced.items()})
 
