@@ -87,14 +87,18 @@ def _initiating_evidence(decision) -> Evidence:
     if initiating.rank is None and decision.rank is not None:
         initiating = replace(initiating, rank=decision.rank)
     if initiating.rank is not None and initiating.rank_from is None:
-        said = [item.text for item in decision.because if item.rule in _RANK_RULES]
-        initiating = replace(initiating, rank_from=f"the reasoning: {said[-1]}" if said else None)
+        initiating = replace(initiating, rank_from=_reasoning(decision, _RANK_RULES))
     if decision.host and not initiating.host:
-        said = [item.text for item in decision.because if item.rule in _HOST_RULES]
-        initiating = replace(initiating, host=decision.host, host_from=f"the reasoning: {said[-1]}" if said else None)
+        initiating = replace(initiating, host=decision.host, host_from=_reasoning(decision, _HOST_RULES))
     if initiating.host is not None and initiating.host_from is None:  # a hang rule's line: the rank's last one
         initiating = replace(initiating, host_from="the lines of its rank, which show that host")
     return initiating
+
+
+def _reasoning(decision, rules: frozenset) -> str | None:
+    """What the last of `rules` to apply said, as how the logs tie a rank or host to a line."""
+    said = [item.text for item in decision.because if item.rule in rules]
+    return f"the reasoning: {said[-1]}" if said else None
 
 
 def _unknown(facts: Facts, decision: Decision) -> Diagnosis:

@@ -107,8 +107,8 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
 
 def _form(item: InputFile, head: bytes | None = None) -> str | None:
     """"tail", "grep", "compose" or "post" (a post's code blocks, see posts.py) when `item` reads
-    as files or containers' outputs pasted in that form, else None. Every input passes here: its first lines decide, read alone, before
-    anything more is."""
+    as files or containers' outputs pasted in that form, else None. Every input passes here: its
+    first lines decide, read alone, before anything more is."""
     head = item.head(FIRST_BYTES) if head is None else head
     if head is None or not starts_as_plain_text(head):
         return None  # gzip, UTF-16 and binary inputs are read as they are

@@ -157,25 +157,26 @@ def _blocks(data: bytes) -> list[tuple[int, int | None, int | None]]:
     """(opening fence's offset, closing fence's offset or None, where the closing fence ends)
     of each block: a block closes at the first fence of its character at least as long, with no
     info string; one never closed runs to the end."""
-    blocks = []
-    fences = iter(_FENCE.finditer(data))
-    for opening in fences:
+    def closes(opening: re.Match, fence: re.Match) -> bool:
         mark = opening.group(1)
-        closing = next((fence for fence in fences if fence.group(1).startswith(mark[:1] * len(mark))
-                        and not fence.group(0).strip()[len(fence.group(1)):].strip()), None)
-        blocks.append((opening.start(), closing.start() if closing else None, closing.end() if closing else None))
-        if closing is None:
-            break
-    return blocks
+        return fence.group(1).startswith(mark[:1] * len(mark)) and not fence.group(0).strip()[len(fence.group(1)):].strip()
+
+    return _pairs(_FENCE.finditer(data), closes)
 
 
 def _jira_blocks(data: bytes) -> list[tuple[int, int | None, int | None]]:
     """The same for Jira's wiki markup: `{noformat}` or `{code}` (`{code:python}`) alone on a line
     opens a block, the next of its kind without parameters closes it."""
+    return _pairs(_JIRA_FENCE.finditer(data), lambda opening, marker: marker.group(1) == opening.group(1) and not marker.group(2))
+
+
+def _pairs(markers, closes) -> list[tuple[int, int | None, int | None]]:
+    """Blocks from a text's fence lines in order: each opens at a marker and closes at the next one
+    that `closes(opening, marker)` says ends it; one never closed runs to the end."""
     blocks = []
-    markers = iter(_JIRA_FENCE.finditer(data))
+    markers = iter(markers)
     for opening in markers:
-        closing = next((marker for marker in markers if marker.group(1) == opening.group(1) and not marker.group(2)), None)
+        closing = next((marker for marker in markers if closes(opening, marker)), None)
         blocks.append((opening.start(), closing.start() if closing else None, closing.end() if closing else None))
         if closing is None:
             break
@@ -191,7 +192,7 @@ def _named_sections(lines: list[bytes], is_file_name) -> tuple[list[tuple[range,
     """Several files pasted one after the other, each after a line of its name alone (`rank0.log:`,
     `**rank1.log**`): (the lines of each, their first, their text) and {a section's name line:
     the name}, when at least two lines name files; else nothing."""
-    names = {number: name for number, line in enumerate(lines) if (name := _lone_name(line, is_file_name))}
+    names = {number: name for number, line in enumerate(lines) if (name := _named(line, is_file_name, marked=True))}
     if len(names) < 2:
         return [], {}
     starts = sorted(names)
@@ -200,14 +201,9 @@ def _named_sections(lines: list[bytes], is_file_name) -> tuple[list[tuple[range,
     return sections, names
 
 
-def _lone_name(line: bytes, is_file_name) -> bytes | None:
-    """The file a line names when it holds nothing but that name, marked as one (a colon after it,
-    or Markdown's emphasis, code or heading around it)."""
-    return _named(line, is_file_name, marked=True)
-
-
 def _named(line: bytes, is_file_name, marked: bool = False) -> bytes | None:
-    """The file name a line holds alone, its decoration taken off (`marked`: it must have some)."""
+    """The file name a line holds alone, its decoration taken off (`marked`: it must have some, a
+    colon after it or Markdown's emphasis, code or heading around it, as a name line alone has)."""
     line = line.strip()
     name = _DECORATION.sub(b"", line)
     if not name or (marked and name == line) or not _FILE_NAME.fullmatch(name) or not is_file_name(name):
