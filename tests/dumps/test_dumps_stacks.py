@@ -1,4 +1,5 @@
 """Stack dumps: real py-spy and faulthandler captures of a hung torchrun job, and the formats."""
+import pytest
 from fr_builder import files
 
 from firstfault.dumps.results import Frame
@@ -195,3 +196,23 @@ def test_quick_check_never_rejects_a_stack_line(sleep_case, op_case):
         for ending in ("", "\n", "\r\n", "  \n"):
             assert may_hold_stack_lines((line + ending).encode()), line
     assert not may_hold_stack_lines(b"2026-12-02 INFO step 3 loss 0.5\n[rank0]: epoch 1 done\n")
+
+
+def test_one_pass_hint_check_answers_as_the_searches_do():
+    """Which inputs may hold stack lines is asked of every input: Hyperscan answers for all the
+    hints in one pass, and says no exactly where the `re` searches find nothing (every fixture's
+    head, and stack lines in a log's middle, its end without a line end, a CRLF log)."""
+    pytest.importorskip("hyperscan")
+    from pathlib import Path
+
+    from firstfault.dumps import sniff
+
+    fast = sniff._fast_hints()
+    assert fast is not None
+    heads = [path.read_bytes()[:sniff.HEAD_BYTES] for path in sorted(Path(__file__).parents[1].glob("fixtures/**/*"))
+             if path.is_file() and path.suffix != ".gz"]
+    heads += [b"step 1\n  File \"t.py\", line 3 in run\nstep 2\n", b"Thread 12 (idle)", b"x\r\n    run (t.py:9)\r\n",
+              b"#0 all_reduce from c10d.py:12", b"    loss 0.3 (12 samples/s)\xc2\x85next", b"Process 7 started"]
+    answers = [(fast.search(head), any(pattern.search(head) for _, pattern in sniff._STACK_LINE_HINTS)) for head in heads]
+    assert len(heads) > 2000 and sum(python for _, python in answers) > 100
+    assert [fast_answer for fast_answer, _ in answers] == [python for _, python in answers]

@@ -115,3 +115,30 @@ def test_the_workers_take_the_first_files_year_and_this_process_works_meanwhile(
     killed = [hit.time for scan in spread[1:] for hit in scan.hits]
     assert killed and all(time.gmtime(seconds).tm_year == 2024 for seconds in killed)
     assert calls == ["spread"]
+
+
+def test_a_file_read_from_a_wrong_year_guess_is_read_again_as_a_serial_read_gives_it(tmp_path, signatures, monkeypatch):
+    """The workers start at once, from a guess of the year (the first input's first full date);
+    a serial read carries the first full date it *parsed*. When they differ, the files whose
+    times have no year (a kernel log's) are read again here; the others are kept as they came."""
+    (tmp_path / "a-train.log").write_text("2023-12-31 23:59:00 INFO resumed from the checkpoint of last year\n"
+                                          + "2024-03-01 10:00:00,000 INFO step 1 loss 2.0\n" * 200)
+    for node in range(4):
+        (tmp_path / f"dmesg-node{node}.txt").write_text(
+            f"Mar  1 10:00:0{node} node{node} kernel: Out of memory: Killed process {4000 + node} (python3) "
+            "total-vm:1078536kB, anon-rss:473580kB\n" * 20)
+    (tmp_path / "z-train.log").write_text("2024-03-01 10:00:05,000 INFO step 2 loss 1.9\n" * 20)
+    inputs, _ = expand_inputs([str(tmp_path)])
+    serial_scanner = Scanner(signatures)
+    serial = parallel.scan_files(serial_scanner, inputs, workers=1)
+    read_again = []
+    original = parallel._read_again
+    monkeypatch.setattr(parallel, "_read_again", lambda scanner, item, year: read_again.append(item.display) or
+                        original(scanner, item, year))
+    spread_scanner = Scanner(signatures)
+    spread = parallel.scan_files(spread_scanner, inputs, workers=2)
+    assert summary(spread) == summary(serial)
+    killed = [hit.time for scan in spread[1:] for hit in scan.hits]
+    assert killed and all(time.gmtime(seconds).tm_year == 2024 for seconds in killed)
+    assert sorted(read_again) == sorted(item.display for item in inputs if "dmesg" in item.display)
+    assert spread_scanner.clock.reference_year == serial_scanner.clock.reference_year == 2024

@@ -52,8 +52,30 @@ def has_dump_name(path: str, head: bytes) -> bool:
 
 
 def may_hold_stack_lines(data: bytes) -> bool:
+    fast = _fast_hints()
+    if fast is not None and not fast.search(data):
+        return False  # one pass for all the hints (one by one: ~0.2 ms a 64 KiB head)
     return any(all(literal in data for literal in literals) and pattern.search(data)
                for literals, pattern in _STACK_LINE_HINTS)
+
+
+_UNLOADED = object()
+_fast = _UNLOADED
+
+
+def _fast_hints():
+    """The hints' patterns in one Hyperscan database (None: no Hyperscan, or the Python engine
+    asked for): a no from it is final, a yes is checked by `re` above."""
+    global _fast
+    if _fast is _UNLOADED:
+        _fast = None
+        from ..match.compiler import ENGINE_VARIABLE, hyperscan_available
+
+        if os.environ.get(ENGINE_VARIABLE, "auto") != "python" and hyperscan_available():
+            from ..match.hyperscan_engine import AnyOf
+
+            _fast = AnyOf.load([pattern.pattern for _, pattern in _STACK_LINE_HINTS])
+    return _fast
 
 
 def may_be_dump(path: str, head: bytes) -> bool:

@@ -191,3 +191,43 @@ class HyperscanEngine:
                 last_end = end
             lines.setdefault(last_line_start, set()).add(index)
         return lines, left_out, valid, (bracket, nccl_locals)
+
+
+class AnyOf:
+    """Whether some bytes hold a match of any of a few byte patterns, in one pass at C speed: for
+    cheap tests run on every input (which inputs may be dumps), where one `re` search per pattern
+    is the cost. The patterns must mean to Hyperscan what they mean to `re` (bytes, no flags);
+    `None` from `load` when they do not compile, and the caller searches with `re`."""
+
+    def __init__(self, database: hyperscan.Database) -> None:
+        self._database = database
+
+    @classmethod
+    def load(cls, patterns: list[bytes]) -> "AnyOf | None":
+        digest = hashlib.sha256(f"any|{CACHE_VERSION}|{hyperscan.__version__}|".encode())
+        for pattern in patterns:
+            digest.update(pattern + b"\0")
+        path = cache_dir() / f"hs-any-{digest.hexdigest()[:24]}.db"
+        try:
+            database = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        except (OSError, ValueError, hyperscan.error):
+            database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            try:
+                database.compile(expressions=patterns, ids=list(range(len(patterns))), elements=len(patterns),
+                                 flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(patterns))
+            except hyperscan.error:
+                return None
+            write_atomic(path, hyperscan.dumpb(database))
+        database.scratch = hyperscan.Scratch(database)
+        return cls(database)
+
+    def search(self, data: bytes) -> bool:
+        try:
+            self._database.scan(data, match_event_handler=_stop)
+        except hyperscan.ScanTerminated:
+            return True
+        return False
+
+
+def _stop(*_match) -> bool:
+    return True  # the first match answers: stop the scan

@@ -11,10 +11,12 @@ groups of consecutive files and parts that shrink toward the end (`schedule`: th
 together). Each worker rebuilds the scanner from its signatures (the compiled database comes
 from the cache in about a millisecond) and returns picklable scans.
 
-The first input is scanned here when it is not cut, while the workers start, so that every
-worker starts from the same reference year for timestamps that omit it (as a serial scan would
-carry it from file to file: the year travels with each group); when it is cut, from the year its
-first lines give.
+Every input goes to the workers as soon as they start. Times that omit the year take a serial
+read's reference year (the first full date, carried from file to file): each worker's clock starts
+from a guess (the first input's first full date), and each scan comes back with the year its
+file began with, the first full year it read and how many times it read without a year. A file
+whose year-less times were read from another year than the serial one is read again here, in
+input order (`_as_serial`): logs whose times all carry their year are never read twice.
 
 Progress: workers add the bytes they scan to a shared counter (and take a group's bytes back out
 when its scans are sent back); while waiting for the next result in input order, this process hands the
@@ -24,39 +26,36 @@ shows progress instead of a line frozen until it ends.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from ..ingest.sources import InputFile
 from .scanner import FileScan, Scanner
 from .schedule import groups_by_share
-from .split import Part, PartScan, file_size, merge_parts, plan_parts, scan_part
+from .split import PartScan, file_size, first_full_year, merge_parts, plan_parts, scan_part
 
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 PARALLEL_MIN_FILES = 4
 WORKERS_VARIABLE = "FIRSTFAULT_WORKERS"
 PROGRESS_SECONDS = 0.1
 
+GUESS_BYTES, GUESS_INPUTS = 64 * 1024, 16  # read for the year the workers' clocks start from
+
 _worker_scanner: Scanner | None = None
 _in_flight = None  # the shared count of bytes scanned in files not finished yet
-_seeded = False  # whether this worker's clock has its reference year (from its first group)
 
 
 def _start_worker(scanner: Scanner, in_flight=None) -> None:
-    global _worker_scanner, _in_flight, _seeded
+    global _worker_scanner, _in_flight
     _worker_scanner = scanner
     _in_flight = in_flight
-    _seeded = False
 
 
-def _scan_group_in_worker(task: tuple[int | None, list[tuple[InputFile, Part | None, bool]]]) -> list[FileScan | PartScan]:
-    """The scans of a group of units, one after the other; the group comes with the reference
-    year the worker's clock starts from (known once the first input was scanned, after the
-    workers started). The bytes read count in the shared progress counter until the group's
-    results go back to the main process."""
-    global _seeded
-    seed_year, units = task
-    if not _seeded:
-        _worker_scanner.clock.reference_year = seed_year
-        _seeded = True
+Unit = tuple  # (input, part or None: the whole file, penultimate part?, the year a whole file starts from)
+
+
+def _scan_group_in_worker(units: list[Unit]) -> list[WholeScan | PartScan]:
+    """The scans of a group of units, one after the other. The bytes read count in the shared
+    progress counter until the group's results go back to the main process."""
     if _in_flight is None:
         return [_scan_in_worker(unit) for unit in units]
     added = 0
@@ -75,15 +74,24 @@ def _scan_group_in_worker(task: tuple[int | None, list[tuple[InputFile, Part | N
             _in_flight.value -= added
 
 
-def _scan_in_worker(unit: tuple[InputFile, Part | None, bool]) -> FileScan | PartScan:
-    item, part, penultimate = unit
-    if part is None:
-        return _worker_scanner.scan(item)
-    year = _worker_scanner.clock.reference_year
-    try:
+@dataclass
+class WholeScan:
+    """A whole file's scan in a worker, and the years its clock read it with (see _as_serial)."""
+
+    scan: FileScan
+    started_with: int | None  # the clock's reference year when the file began
+    first_full_year: int | None
+    year_less: int
+
+
+def _scan_in_worker(unit: Unit) -> WholeScan | PartScan:
+    item, part, penultimate, year = unit
+    if part is not None:
         return scan_part(_worker_scanner, item, part, penultimate)
-    finally:
-        _worker_scanner.clock.reference_year = year  # whole files after it carry the worker's
+    clock = _worker_scanner.clock
+    clock.reference_year, clock.first_full_year, clock.year_less = year, None, 0
+    scan = _worker_scanner.scan(item)
+    return WholeScan(scan, year, clock.first_full_year, clock.year_less)
 
 
 def worker_count(inputs: list[InputFile]) -> int:
@@ -132,21 +140,21 @@ def scan_files(scanner: Scanner, inputs: list[InputFile], observer=None, workers
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
     in_flight = context.Value("q", 0) if hasattr(observer, "bytes_in_flight") else None
+    year = scanner.clock.reference_year  # what a serial read carries from input to input
     with context.Pool(workers, initializer=_start_worker, initargs=(scanner, in_flight)) as pool:
-        start = 0
-        if not first_parts:
-            one_here(0)  # while the workers start
-            start = 1
-        seed_year = scanner.clock.reference_year if start else first_parts[-1].reference_year
-        units, owners = [], []  # (input, part, penultimate), and the input index of each
-        for index in range(start, total):
-            parts = first_parts if index == 0 else plan_parts(inputs[index], file_size(inputs[index]), workers, seed_year)
+        # the first inputs start from the year a serial read starts from, the others from a guess
+        guess, guessed_from = (first_parts[-1].reference_year, 1) if first_parts else _year_guess(inputs, year)
+        units, owners = [], []  # the units, and the input index of each
+        for index in range(total):
+            start_year = guess if index >= guessed_from else year
+            parts = first_parts if index == 0 else plan_parts(inputs[index], file_size(inputs[index]), workers, start_year)
             for part in parts or [None]:
-                units.append((inputs[index], part, part is not None and len(parts) >= 2 and part.index == len(parts) - 2))
+                penultimate = part is not None and len(parts) >= 2 and part.index == len(parts) - 2
+                units.append((inputs[index], part, penultimate, start_year))
                 owners.append((index, parts))
         order = _last_parts_first(units)
         groups = groups_by_share([_unit_size(units[index]) for index in order], workers)
-        tasks = [(seed_year, [units[order[position]] for position in group]) for group in groups]
+        tasks = [[units[order[position]] for position in group] for group in groups]
         results = _InUnitOrder(_Flattened(pool.imap(_scan_group_in_worker, tasks, chunksize=1)), order)
         if meanwhile is not None:
             meanwhile()
@@ -157,18 +165,61 @@ def scan_files(scanner: Scanner, inputs: list[InputFile], observer=None, workers
                 pending.append(result)
                 if len(pending) < len(parts):
                     continue
-                result = merge_parts(scanner, inputs[index], parts, pending)
-                pending = []
+                result, pending = (parts, pending), []
+            result, year = _as_serial(scanner, inputs[index], result, year)
             if observer is not None:
                 observer.file_started(inputs[index], index, total)
                 observer.file_finished(result)
             scans.append(result)
+    scanner.clock.reference_year = year
     scanner.on_block = None
     return scans
 
 
-def _unit_size(unit: tuple[InputFile, Part | None, bool]) -> int:
-    item, part, _penultimate = unit
+def _year_guess(inputs: list[InputFile], year: int | None) -> tuple[int | None, int]:
+    """The year the workers' clocks start from, and the first input that starts from it: the
+    year a serial read starts with, from the first input; else the first full date in the first
+    inputs' first bytes, from the input after the one that holds it (a job's logs mostly share a
+    year; a manifest or a kernel log without one may come first, read as a serial read reads it)."""
+    if year is not None:
+        return year, 0
+    for index, item in enumerate(inputs[:GUESS_INPUTS]):
+        head = item.head(GUESS_BYTES)
+        found = first_full_year(head) if head else None
+        if found is not None:
+            return found, index + 1
+    return None, 0
+
+
+def _as_serial(scanner: Scanner, item: InputFile, result, year: int | None) -> tuple[FileScan, int | None]:
+    """The scan a serial read gives of `item` (a worker's WholeScan, or a cut file's (parts, part
+    scans)) when `year` is the reference year a serial read reaches it with; and the year it
+    carries on. A scan read from another year is read again here if it read a time without one."""
+    if isinstance(result, WholeScan):
+        read_with, scans, merged = result.started_with, [result], result.scan
+    else:
+        parts, scans = result
+        read_with, merged = parts[0].reference_year, None
+    if read_with != year and any(scan.year_less for scan in scans):
+        merged = _read_again(scanner, item, year)
+    elif merged is None:
+        merged = merge_parts(scanner, item, parts, scans)
+    if year is None:
+        year = next((scan.first_full_year for scan in scans if scan.first_full_year is not None), None)
+    return merged, year
+
+
+def _read_again(scanner: Scanner, item: InputFile, year: int | None) -> FileScan:
+    on_block, scanner.on_block = scanner.on_block, None  # its bytes were counted once
+    scanner.clock.reference_year = year
+    try:
+        return scanner.scan(item)
+    finally:
+        scanner.on_block = on_block
+
+
+def _unit_size(unit: Unit) -> int:
+    item, part, _penultimate, _year = unit
     if part is None:
         return file_size(item)
     return (part.stop if part.stop is not None else max(file_size(item), part.start)) - part.start
@@ -180,7 +231,8 @@ def _last_parts_first(units: list) -> list[int]:
     printed last (walked back over thousands of lines in a console of many ranks): started last,
     that part kept one worker busy while the other waited (1 GiB console: a quarter of a second)."""
     order: list[int] = []
-    for index, (_item, part, _penultimate) in enumerate(units):
+    for index, unit in enumerate(units):
+        part = unit[1]
         if part is not None and part.index == 0:
             count = next(i for i in range(index, len(units)) if units[i][1].last) - index + 1
             order += [index + count - 1, *range(index, index + count - 1)]

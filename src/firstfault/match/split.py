@@ -85,7 +85,7 @@ def plan_parts(item: InputFile, size: int, workers: int, reference_year: int | N
         return []
     if not cuts:
         return []
-    later_year = reference_year if reference_year is not None else _first_full_year(head)
+    later_year = reference_year if reference_year is not None else first_full_year(head)
     bounds = [0, *cuts, None]
     return [Part(index, bounds[index], bounds[index + 1], reference_year if index == 0 else later_year,
                  bounds[index + 1] is None) for index in range(len(bounds) - 1)]
@@ -106,7 +106,7 @@ def cut_offsets(size: int, workers: int, block: int) -> list[int]:
     return cuts
 
 
-def _first_full_year(head: bytes) -> int | None:
+def first_full_year(head: bytes) -> int | None:
     found = _FULL_YEAR.search(head)
     return int(found.group(1)) if found else None
 
