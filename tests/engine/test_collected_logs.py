@@ -51,6 +51,19 @@ def test_the_time_goes_behind_the_launcher_prefix_and_nccl_lines_are_left_as_wri
                                b"[1,2]<stdout>:2026-12-05T08:00:04Z x\n")
 
 
+def test_the_time_goes_behind_pdshs_host_too_where_the_host_and_rank_are_read():
+    """DeepSpeed's multi-node launcher runs pdsh, which puts the node before each line; a
+    collector's time in front of it hid the host (and the rank behind it)."""
+    text = collected(CRI, [b"gpu-node-3: [rank29]: step 1 loss 2.0", b"10.0.0.7: [rank1]: step 1 loss 2.0",
+                           b"gpu-node-3: [rank29]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                           b"Epoch: 1 step 2"])
+    assert rewritten(text).split(b"\n")[:2] == [b"gpu-node-3: [rank29]:2026-12-05T08:00:00Z  step 1 loss 2.0",
+                                                b"10.0.0.7: [rank1]:2026-12-05T08:00:01Z  step 1 loss 2.0"]
+    assert rewritten(text).split(b"\n")[3] == b"2026-12-05T08:00:03Z Epoch: 1 step 2"  # a word, no host
+    diagnosis = diagnose_texts([("pod.log", text)])
+    assert (diagnosis.primary.failure_id, diagnosis.initiating.rank, diagnosis.initiating.host) == ("cuda-oom", 29, "gpu-node-3")
+
+
 @pytest.mark.parametrize("text", [
     # a log of its own with times first: some lines do not start with one
     b"2026-12-05T08:00:00Z start\n  File \"x.py\", line 3\n2026-12-05T08:00:01Z RuntimeError: x\n",

@@ -219,3 +219,35 @@ def _blocks_or_none(item):
         return list(read_blocks(item, ReadStats()))
     except Unreadable:
         return []
+
+
+_EXPORT_KEYS = st.sampled_from(["textPayload", "message", "line", "log", "msg", "@message", "jsonPayload", "timestamp",
+                                "@timestamp", "time", "resource", "labels", "logStreamName", "pod_name", "pod",
+                                "kubernetes", "events", "entries", "x"])
+_EXPORT_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63), st.floats(allow_nan=False, allow_infinity=False),
+              st.text(max_size=30), st.sampled_from(["2026-12-05T08:00:00Z", "2026-12-05 08:00:00.123456789+05:30",
+                                                     "[rank1]: RuntimeError: x\n", "trainjob-worker-1"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_EXPORT_KEYS, inner, max_size=4)),
+    max_leaves=12)
+
+
+@FUZZ
+@given(st.one_of(st.lists(st.dictionaries(_EXPORT_KEYS, _EXPORT_VALUES, max_size=5), max_size=8), _EXPORT_VALUES),
+       st.booleans())
+def test_a_platform_export_never_raises_and_keeps_every_records_line(value, as_lines):
+    """Whatever JSON comes in, the export reader splits it or leaves it; what it splits keeps the
+    line of every record whose line is text."""
+    from firstfault.ingest.exported import export_pieces
+
+    if as_lines and isinstance(value, list):
+        data = b"\n".join(json.dumps(record).encode() for record in value)
+    else:
+        data = json.dumps(value).encode()
+    pieces = export_pieces(data)
+    kept = b"\n".join(content for _, _, content in pieces).decode("utf-8", "surrogatepass")
+    records = value if isinstance(value, list) else []
+    for record in records if pieces else []:
+        text = record.get("textPayload") if isinstance(record, dict) else None
+        if isinstance(text, str) and text.strip():
+            assert text.rstrip("\r\n").split("\n")[-1] in kept

@@ -28,9 +28,11 @@ MAX_JSON_LOG_BYTES = 64 * 1024 * 1024  # a JSON record a line is decoded one by 
 # full/partial tag after it
 _TIME = rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)"
 _COLLECTOR = rb"(" + _TIME + rb") (?:(?:stdout|stderr) [FP] )?"
-# the launcher prefixes a line of a training job starts with: srun's task label, torchrun's
-# `[rank3]:` / `[default3]:[rank11]:`, Open MPI's `[1,3]<stdout>:`
-_LAUNCHER = rb"((?: {0,5}\d{1,6}: )?(?:\[[^\]\n]{1,40}\](?:<std(?:out|err)>)?:)*)"
+# the launcher prefixes a line of a training job starts with: srun's task label, pdsh's host
+# (DeepSpeed's multi-node launcher: `gpu-node-3: `, a name with a digit or an IPv4 address, as
+# ingest.attribution reads it), torchrun's `[rank3]:` / `[default3]:[rank11]:`, Open MPI's `[1,3]<stdout>:`
+_PDSH_HOST = rb"(?:[A-Za-z][A-Za-z0-9_.-]{0,62}\d[A-Za-z0-9_.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}): "
+_LAUNCHER = rb"((?: {0,5}\d{1,6}: )?(?:" + _PDSH_HOST + rb")?(?:\[[^\]\n]{1,40}\](?:<std(?:out|err)>)?:)*)"
 _COLLECTED_LINE = re.compile(rb"^" + _COLLECTOR + _LAUNCHER, re.MULTILINE)
 # NCCL's own lines name their host and device first (`host:pid:tid [3] NCCL INFO`): the collector's
 # time is dropped there (a time between would hide the device), as the line was written

@@ -32,6 +32,7 @@ import re
 from dataclasses import replace
 
 from . import margin
+from .exported import MAX_EXPORT_BYTES, TOO_BIG_AN_EXPORT, export_pieces, looks_like_an_export
 from .posts import MAX_POST_BYTES, looks_like_a_post, post_pieces
 from .reader import starts_as_plain_text, without_terminal_codes
 from .sources import InputFile
@@ -69,10 +70,15 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
     """The files pasted into `item`, each an input of its own; [item] when it is one log.
     `head`: its first FIRST_BYTES, when the caller read them already."""
     form = _form(item, head)
-    data = item.whole(MAX_POST_BYTES if form == "post" else MAX_COMBINED_BYTES) if form is not None else None
+    limits = {"post": MAX_POST_BYTES, "export": MAX_EXPORT_BYTES}
+    data = item.whole(limits.get(form, MAX_COMBINED_BYTES)) if form is not None else None
+    if data is None and form == "export" and TOO_BIG_AN_EXPORT not in item.notes:  # (said once)
+        return [replace(item, notes=(*item.notes, TOO_BIG_AN_EXPORT))]
     if data is None:
         return [item]
-    if form == "tail":
+    if form == "export":
+        pieces = export_pieces(data)
+    elif form == "tail":
         pieces = _tail_pieces(data)
     elif form == "post":
         pieces = post_pieces(data, lambda name: _LOG_NAME.search(name) is not None)
@@ -106,12 +112,15 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
 
 
 def _form(item: InputFile, head: bytes | None = None) -> str | None:
-    """"tail", "grep", "compose" or "post" (a post's code blocks, see posts.py) when `item` reads
-    as files or containers' outputs pasted in that form, else None. Every input passes here: its
-    first lines decide, read alone, before anything more is."""
+    """"tail", "grep", "compose", "post" (a post's code blocks, see posts.py) or "export" (a log
+    platform's records, exported.py) when `item` reads as files or containers' outputs pasted or
+    stored in that form, else None. Every input passes here: its first lines decide, read alone,
+    before anything more is."""
     head = item.head(FIRST_BYTES) if head is None else head
     if head is None or not starts_as_plain_text(head):
         return None  # gzip, UTF-16 and binary inputs are read as they are
+    if looks_like_an_export(head):
+        return "export"
     if _starts_with_tail_header(head):
         return "tail"
     first_lines = [line for line in without_terminal_codes(head).split(b"\n", FIRST_LINES)[:FIRST_LINES] if line.strip()]
