@@ -44,6 +44,16 @@ KNOWN_MISSES: dict[str, str] = {
                                    "the first to fail, not rank 1 that took the wrong order",
 }
 
+# run id -> (a form some of its runs print, why the engine misses that form today). A run in such a
+# form is xfail (strict: a pass means the engine reads the form now; take it out of here); every
+# other run of it is checked as any run.
+KNOWN_FORMS: dict[str, tuple[str, str]] = {
+    "dataloader-worker-killed-logdir-ws2-r1": (
+        r"object type name: ConnectionResetError",
+        "the race form of tests/fixtures/real/dataloader-worker-killed-logdir-ws2-r1-lost-stderr: rank 1's "
+        "ConnectionResetError said only by CPython's object dump, its traceback cut above the batch handover"),
+}
+
 
 def _runs():
     if os.environ.get("FIRSTFAULT_LAB_MATRIX") == "1":
@@ -98,6 +108,9 @@ class _RunChecks:
         if _run_id(self.run) in KNOWN_MISSES:
             request.applymarker(pytest.mark.xfail(strict=False, reason=KNOWN_MISSES[_run_id(self.run)]))
         lab_run = self.made(tmp_path_factory)
+        form, why = KNOWN_FORMS.get(_run_id(self.run), (None, ""))
+        if form is not None and re.search(form, _logs_text(lab_run.out_dir)):
+            request.applymarker(pytest.mark.xfail(strict=True, reason=why))
         contract = diagnose_case(lab_run.out_dir)
         assert judge(contract, lab_run.expect) == [], contract.get("primary")
 
