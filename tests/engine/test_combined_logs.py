@@ -183,3 +183,41 @@ def test_compose_logs_with_times_read_each_rank_behind_its_time():
 ])
 def test_a_log_with_bars_is_no_compose_output(text):
     assert split_combined(InputFile(display="x.log", relative="x.log", content=text))[0].content == text
+
+
+def kubectl_prefixed(case: str, pods: list[str]) -> bytes:
+    """What `kubectl logs -l job-name=... --prefix` prints for these pods: each pod's lines in turn."""
+    logs = FIXTURES / case / "logs"
+    return b"".join(b"[pod/%s/pytorch] " % pod.encode() + line + b"\n"
+                    for pod in pods for line in (logs / f"{pod}.log").read_bytes().rstrip(b"\n").split(b"\n"))
+
+
+def test_kubectls_prefixed_pods_give_the_diagnosis_of_the_pods_files(tmp_path):
+    """`kubectl logs -l ... --prefix` of a Kubeflow PyTorchJob's three pods (the scheduler preempted
+    worker 1): each pod's lines are the file `kubectl logs <pod>` saves, named by the pod; the
+    evidence cites the line of the text given."""
+    case = "upstream/preempted-sigterm-k8s-scheduler-preempted-worker-pod-sigkill"
+    pods = ["train-bert-master-0", "train-bert-worker-0", "train-bert-worker-1"]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "all-pods.log").write_bytes(kubectl_prefixed(case, pods))
+    per_pod = tmp_path / "per-pod"
+    per_pod.mkdir()
+    for path in (FIXTURES / case / "logs").iterdir():  # and the describe output the user also has
+        for folder in (per_pod,) if path.stem in pods else (per_pod, logs):
+            (folder / path.name).write_bytes(path.read_bytes())
+    expected = diagnose_paths([str(per_pod)])
+    diagnosis = diagnose_paths([str(logs)])
+    assert verdict(diagnosis) == verdict(expected) == ("preempted-sigterm", 2, "train-bert-worker-1")
+    assert diagnosis.initiating.source.startswith("train-bert-worker-1/pytorch in ")
+    text_line = kubectl_prefixed(case, pods).split(b"\n")[diagnosis.initiating.line - 1]
+    assert text_line.startswith(b"[pod/train-bert-worker-1/pytorch] ") and diagnosis.initiating.time == expected.initiating.time
+
+
+def test_one_pods_prefixed_lines_are_that_pods_and_a_quoted_prefix_leaves_a_log_as_it_is():
+    one = b"[pod/bert-worker-1/pytorch] [rank1]: step 1 loss 2.0\n[pod/bert-worker-1/pytorch] [rank1]: RuntimeError: x\n" * 3
+    (piece,) = split_combined(InputFile(display="w.log", relative="w.log", content=one))
+    assert (piece.display, piece.relative, piece.content) == ("bert-worker-1/pytorch in w.log", "bert-worker-1", one)
+    assert split_combined(piece) == [piece]  # once named by its pod, the text is that pod's
+    quoted = b"[rank0]: step 1\n[pod/bert-worker-1/pytorch] [rank1]: RuntimeError: x\n[rank0]: step 2\n[rank0]: step 3\n"
+    assert split_combined(InputFile(display="x.log", relative="x.log", content=quoted))[0].content == quoted

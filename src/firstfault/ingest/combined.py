@@ -18,6 +18,12 @@ Each container's lines become an input of their own, shown with the container's 
 name still gives the path hints): the other containers' lines are left empty in it, so its line
 numbers are those of the text given.
 
+`kubectl logs -l <selector> --prefix` (`--all-containers` too) prints each pod's lines after
+`[pod/<pod>/<container>] `, one pod after the other. Each container's lines become an input of
+their own, shown as `<pod>/<container>`, the other lines left empty as in Compose's, the prefix
+kept (a pod's name is its host); the pod's name gives the hints the file `kubectl logs <pod> >
+<pod>.log` would (`bert-worker-1`: Kubeflow's worker 1).
+
 A post (an issue, a forum or chat message) holds its logs in Markdown code blocks among its prose:
 each block becomes an input of its own, named by the file a line before it names (`posts.py`).
 
@@ -64,6 +70,8 @@ _NAMED_START = re.compile(rb"(?i)[^\s:]{0,4096}?" + _JOB_FILE + rb"[:-]")  # a l
 # a container's name (Compose names one `<service>-<replica>`, v1 `<project>_<service>_<replica>`),
 # the padding to the longest name, the bar
 _COMPOSE_LINE = re.compile(rb"([A-Za-z0-9][\w.-]{0,127}[-_]\d{1,4})[ \t]*\| ?")
+# kubectl's `--prefix` (the form ingest.attribution reads the pod from)
+_KUBECTL_LINE = re.compile(rb"\[pod/([a-z0-9][a-z0-9.-]{0,252}/[\w.-]{1,63})\] ")
 
 
 def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile]:
@@ -84,10 +92,12 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
         pieces = post_pieces(data, lambda name: _LOG_NAME.search(name) is not None)
     elif form == "compose":
         pieces = _compose_pieces(without_terminal_codes(data))
+    elif form == "kubectl":
+        pieces = _owned_pieces(data, _KUBECTL_LINE, keep_prefix=True)
     else:
         pieces = _grep_pieces(data, _numbered(_head_lines(data)))
-    if not pieces:
-        return [item]
+    if not pieces or form == "kubectl" and len(pieces) == 1 and item.relative == _kubectl_pod(pieces[0][0]):
+        return [item]  # (a pod's lines kept their prefix: once named by its pod, a piece is that pod's)
     seen: dict[str, int] = {}
     inputs = []
     blocks = 0
@@ -104,16 +114,22 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
         seen[named] = seen.get(named, 0) + 1
         again = f" #{seen[named]}" if seen[named] > 1 else ""  # the same file pasted twice
         # a file's name says what its path would (rank, node, host); a container's name is the
-        # deployment's own (`worker-2` is a replica, not rank 2 or a host), so the text's name stays
-        relative = item.relative if form == "compose" else named
+        # deployment's own (`worker-2` is a replica, not rank 2 or a host), so the text's name stays;
+        # a pod's name says what the file `kubectl logs` saves it to would
+        relative = {"compose": item.relative, "kubectl": _kubectl_pod(name)}.get(form, named)
         inputs.append(replace(item, display=f"{named}{again}{PIECE_OF}{item.display}", relative=relative, path=None,
                               content=content, first_line=first_line))
     return inputs
 
 
+def _kubectl_pod(owner: bytes | None) -> str | None:
+    """The pod of a `pod/container` owner."""
+    return owner.partition(b"/")[0].decode("utf-8", "replace") if owner else None
+
+
 def _form(item: InputFile, head: bytes | None = None) -> str | None:
-    """"tail", "grep", "compose", "post" (a post's code blocks, see posts.py) or "export" (a log
-    platform's records, exported.py) when `item` reads as files or containers' outputs pasted or
+    """"tail", "grep", "compose", "kubectl", "post" (a post's code blocks, see posts.py) or "export"
+    (a log platform's records, exported.py) when `item` reads as files or containers' outputs pasted or
     stored in that form, else None. Every input passes here: its first lines decide, read alone,
     before anything more is."""
     head = item.head(FIRST_BYTES) if head is None else head
@@ -124,9 +140,10 @@ def _form(item: InputFile, head: bytes | None = None) -> str | None:
     if _starts_with_tail_header(head):
         return "tail"
     first_lines = [line for line in without_terminal_codes(head).split(b"\n", FIRST_LINES)[:FIRST_LINES] if line.strip()]
-    if first_lines and all(map(_COMPOSE_LINE.match, first_lines)):
-        lines = _head_lines(without_terminal_codes(item.head(HEAD_BYTES) or b""))
-        return "compose" if _nearly_all(sum(1 for line in lines if _COMPOSE_LINE.match(line)), lines) else None
+    for form, line_form in (("compose", _COMPOSE_LINE), ("kubectl", _KUBECTL_LINE)):
+        if first_lines and all(map(line_form.match, first_lines)):
+            lines = _head_lines(without_terminal_codes(item.head(HEAD_BYTES) or b""))
+            return form if _nearly_all(sum(1 for line in lines if line_form.match(line)), lines) else None
     # (a log that starts with a file's name is no grep output: it may still be files after their names)
     if any(map(_NAMED_START.match, first_lines)) and _grep_shaped(_head_lines(item.head(HEAD_BYTES) or b"")):
         return "grep"
@@ -155,18 +172,22 @@ def _tail_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
 
 
 def _compose_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
-    """(container, 1, its lines with every other container's left empty) for each container, in
-    the order they first speak; a line without a container's name stays with the line before it
-    (nothing is dropped). None when the text names more than MAX_CONTAINERS, or is too big to copy
-    that often."""
+    return _owned_pieces(data, _COMPOSE_LINE, keep_prefix=False)
+
+
+def _owned_pieces(data: bytes, owner_line: re.Pattern, keep_prefix: bool) -> list[tuple[bytes | None, int, bytes]]:
+    """(owner, 1, its lines with every other owner's left empty) for each container or pod that
+    `owner_line` names at a line's start, in the order they first speak; a line without an owner
+    stays with the line before it (nothing is dropped); the owner's prefix is kept or taken off.
+    None when the text names more than MAX_CONTAINERS, or is too big to copy that often."""
     if len(data) > MAX_COMPOSE_BYTES:
         return []
     lines = data.split(b"\n")
     owners, texts, owner = [], [], None
     for line in lines:
-        found = _COMPOSE_LINE.match(line)
+        found = owner_line.match(line)
         if found is not None:
-            owner, line = found.group(1), line[found.end():]
+            owner, line = found.group(1), line if keep_prefix else line[found.end():]
         owners.append(owner)
         texts.append(line)
     names = list(dict.fromkeys(name for name in owners if name is not None))
