@@ -7,7 +7,7 @@ import re
 from ...match.context import ERROR_STATEMENT, FAILURE_SIGNATURES, LAUNCHER_FAILED
 from ...model import Match
 from ..events import time_key
-from ..facts import Facts
+from ..facts import SIGTERM_CODES, Facts
 from . import Decision, rule
 
 SURVIVABLE_WEIGHT = 0.7  # errors this generic can be caught and logged by a healthy run
@@ -151,11 +151,33 @@ def failed_unexplained(facts: Facts, decision: Decision) -> Decision:
 def first_failed(facts: Facts, signs: list[Match]) -> Match | None:
     """With no entry to explain it, still where the failure started: the launcher's first report
     of a process that failed (not its own SIGTERM), one that did not only lose a peer where there is
-    one; else the earliest failure sign of a rank that did not only lose a peer."""
+    one; else the record torchrun's failure table gives as its root cause (its first observed
+    failure: the table is often all a log keeps of the worker that failed, when the worker's own
+    output went elsewhere or was cut from a paste); else the earliest failure sign of a rank that
+    did not only lose a peer."""
     victims = {m.line.origin.rank for m in facts.collateral}
     reports = [m for m in facts.launcher_failures if m.line.origin.rank is not None]
     if reports:
         return min([m for m in reports if m.line.origin.rank not in victims] or reports, key=time_key)
+    root = table_root_cause(facts)
+    if root is not None:
+        return root
     own = [m for m in signs if m.line.origin.rank is not None and m.line.origin.rank not in victims]
     return min(own, key=time_key) if own else None
+
+
+ROOT_CAUSE_ROWS = 8  # lines from a failure table's `Root Cause` header to its record's exit-code row, at most
+
+
+def table_root_cause(facts: Facts) -> Match | None:
+    """The exit-code row of the record under the last `Root Cause (first observed failure):` header
+    of torchrun's failure table, when that process did not exit by the launcher's own SIGTERM."""
+    headers = [m.line.origin for m in facts.matches if m.signature.name == "root-cause-header"]
+    if not headers:
+        return None
+    last = max(headers, key=lambda origin: (origin.source, origin.line))
+    rows = [m for m in facts.matches if m.signature.name == "root-cause-exitcode-row"
+            and m.line.origin.source == last.source and 0 < m.line.origin.line - last.line <= ROOT_CAUSE_ROWS]
+    row = min(rows, key=lambda m: m.line.origin.line) if rows else None
+    return row if row is not None and row.captures.get("exitcode") not in SIGTERM_CODES else None
 
