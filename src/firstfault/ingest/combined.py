@@ -91,7 +91,7 @@ def split_combined(item: InputFile, head: bytes | None = None) -> list[InputFile
     elif form == "post":
         pieces = post_pieces(data, lambda name: _LOG_NAME.search(name) is not None)
     elif form == "compose":
-        pieces = _compose_pieces(without_terminal_codes(data))
+        pieces = _owned_pieces(without_terminal_codes(data), _COMPOSE_LINE, keep_prefix=False)
     elif form == "kubectl":
         pieces = _owned_pieces(data, _KUBECTL_LINE, keep_prefix=True)
     else:
@@ -129,8 +129,8 @@ def _kubectl_pod(owner: bytes | None) -> str | None:
 
 def _form(item: InputFile, head: bytes | None = None) -> str | None:
     """"tail", "grep", "compose", "kubectl", "post" (a post's code blocks, see posts.py) or "export"
-    (a log platform's records, exported.py) when `item` reads as files or containers' outputs pasted or
-    stored in that form, else None. Every input passes here: its first lines decide, read alone,
+    (a log platform's records, exported.py) when `item` reads as files or containers' outputs
+    pasted or stored in that form, else None. Every input passes here: its first lines decide, read alone,
     before anything more is."""
     head = item.head(FIRST_BYTES) if head is None else head
     if head is None or not starts_as_plain_text(head):
@@ -169,10 +169,6 @@ def _tail_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
         end = headers[index + 1].start() if index + 1 < len(headers) else len(data)
         pieces.append((header.group(1), line + 1, data[header.end() + 1:end]))
     return [piece for piece in pieces if piece[2].strip()]
-
-
-def _compose_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
-    return _owned_pieces(data, _COMPOSE_LINE, keep_prefix=False)
 
 
 def _owned_pieces(data: bytes, owner_line: re.Pattern, keep_prefix: bool) -> list[tuple[bytes | None, int, bytes]]:

@@ -12,11 +12,13 @@ together). Each worker rebuilds the scanner from its signatures (the compiled da
 from the cache in about a millisecond) and returns picklable scans.
 
 Every input goes to the workers as soon as they start. Times that omit the year take a serial
-read's reference year (the first full date, carried from file to file): each worker's clock starts
-from a guess (the first input's first full date), and each scan comes back with the year its
-file began with, the first full year it read and how many times it read without a year. A file
-whose year-less times were read from another year than the serial one is read again here, in
-input order (`_as_serial`): logs whose times all carry their year are never read twice.
+read's reference year (the first full date, carried from file to file): the inputs up to the first
+whose first bytes hold a full date start from the year a serial read starts from, the others from
+that date's year (`_year_guess`), and each scan comes back with the year its file began with, the
+first full year it read and how many times it read without a year. A file whose year-less times
+were read from another year than the serial one is read again here, in input order
+(`_as_serial`): logs whose times all carry their year are never read twice. What every worker
+would load for itself on its first file (the secret masker) is loaded here before they fork.
 
 Progress: workers add the bytes they scan to a shared counter (and take a group's bytes back out
 when its scans are sent back); while waiting for the next result in input order, this process hands the
