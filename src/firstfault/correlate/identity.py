@@ -26,6 +26,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 
+from ..ingest.attribution import is_placeholder_host
 from ..match.context import (DEVICE_BUS, DEVICE_PROCESS, HOST_PAIRS, HOST_SIGNATURES,
                              LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC, LAUNCHER_SIZE, LAUNCHER_WORLD,
                              RANK_DECLARED, RANK_HOST_DECLARED, WORLD_SIZE, declared_rank)
@@ -360,7 +361,7 @@ def _nccl_init_links(match: Match, host: str | None, max_nranks: int) -> list[Li
     captures = match.captures
     origin = match.line.origin
     prefix = _NCCL_PREFIX.search(match.line.text)
-    host = prefix.group(1) if prefix else host
+    host = prefix.group(1) if prefix and not is_placeholder_host(prefix.group(1)) else host
     keys = [gpu_key(int(captures["device"]), host), bus_key(captures["bus"], host)]
     if prefix:
         keys.append(pid_key(int(prefix.group(2)), host))

@@ -41,6 +41,18 @@ _RANK_IN_TEXT = re.compile(r"\b(?:on |global )?[Rr]ank[ =:]\s?(\d{1,6})\b|\[rank
 # usual one-process-per-GPU launch.
 _DEVICE_IN_TEXT = re.compile(r"\(GPU (\d{1,2})[;)]|\bGPU (\d{1,2}) has a total capacity|\bcuda:(\d{1,2})\b|\bdevice[ =](\d{1,2})\b")
 
+# What people put in place of a host's name or address before posting a log (`xxx`, `***`,
+# `<hostname>`, `[redacted]`, `node-X`, `x.x.x.x`): no host. Read as one, every node of a job
+# would share it, and their local ranks would be taken for one node's.
+_PLACEHOLDER_HOST = re.compile(r"(?i)x{2,}|\*{2,}|<[^<>\s]{1,30}>|\[[^\[\]\s]{1,30}\]|redacted|hidden|hostname|your[-_]?host\w{0,10}"
+                               r"|(?:node|host|server|machine)[-_]?(?:x+|n|\*+)|(?:x{1,3}|\*{1,3})(?:\.(?:x{1,3}|\*{1,3})){3}")
+
+
+def is_placeholder_host(name: str | None) -> bool:
+    """Whether a host's name in a log is a redaction's placeholder, not a host."""
+    return bool(name) and _PLACEHOLDER_HOST.fullmatch(name) is not None
+
+
 # Words that look like host prefixes (letters + digits + colon) but are not hosts.
 _NOT_HOSTS = re.compile(r"(?i)(?:epoch|step|iter|iteration|layer|rank|gpu|cuda|loss|node|worker|batch|e\d{4}|[iwef]\d{4})\d*")
 
@@ -131,11 +143,11 @@ def parse_prefix(line: str) -> LinePrefix:
     outer_host = host
     match = _NCCL.match(line, position)
     if match:
-        host = host or match.group(1)
+        host = host or (None if is_placeholder_host(match.group(1)) else match.group(1))
         local_rank = int(match.group(4)) if local_rank is None else local_rank
     elif host is None:
         match = _SYSLOG_HOST.search(line, position, position + 80)
-        if match:
+        if match and not is_placeholder_host(match.group(1)):
             host = match.group(1)
     if rank is None and local_rank is None and task is not None:
         # srun --label prints the task id: the global rank when srun starts one task per rank; with

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 
+from ..ingest.attribution import is_placeholder_host
 from ..model import Signature
 from .conditions import holds
 from .literals import is_case_insensitive, required_literal, required_literals
@@ -153,6 +154,8 @@ class Matcher:
                 captures = {key: value for key, value in found.groupdict().items() if value is not None}
                 if item.signature.condition and not holds(item.signature.condition, captures):
                     continue
+                if item.signature.role == "context" and is_placeholder_host(captures.get("host")):
+                    continue  # a line that names a host by a redaction's placeholder names none
                 hits.append((item, captures))
         return hits
 

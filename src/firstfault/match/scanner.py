@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..ingest.attribution import LinePrefix, PathHints, hints_from_path, leading_rank, parse_prefix
+from ..ingest.attribution import LinePrefix, PathHints, hints_from_path, is_placeholder_host, leading_rank, parse_prefix
 from ..ingest.reader import Block, ReadStats, Unreadable, read_blocks
 from ..ingest.sources import InputFile
 from ..ingest.timestamps import Clock
@@ -541,7 +541,7 @@ def _nccl_census(data: bytes, nccl_locals, scan: FileScan, first_line: int) -> N
         while position >= 0:
             start = data.rfind(b"\n", 0, position) + 1
             found = _NCCL_LINE.match(b"\n" + data[start:position + len(needle)])
-            if found:
+            if found and not is_placeholder_host(found.group(1).decode("utf-8", "replace")):
                 host = found.group(1).decode("utf-8", "replace")
                 scan.nccl_hosts[local] = host
                 line = first_line + data.count(b"\n", 0, start)

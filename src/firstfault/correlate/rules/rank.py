@@ -175,7 +175,10 @@ def rank_from_device_index(facts: Facts, decision: Decision) -> Decision | None:
     if named is not None:
         return _named(decision, "rank-from-device-index", named.value,
                       f"drives GPU {index}, the device the line names ({named.how})", [match, *named.evidence[:2]])
-    if len(facts.hosts) <= 1 and index in facts.rows:
+    identity = facts.identity
+    several_nodes = identity.world is not None and identity.local_world and identity.world.size > identity.local_world
+    if len(facts.hosts) <= 1 and not several_nodes and index in facts.rows:
+        # (one host named is one node only when the job's size says so: redacted logs name one for all)
         return _named(decision, "rank-from-device-index", index,
                       f"runs on GPU {index}, the device the line names (one node, one process per GPU)", [match])
     return None
