@@ -44,3 +44,20 @@ def test_redacted_nodes_are_not_one_node(tmp_path, placeholder):
     assert redacted.initiating.rank in (None, 29)  # not GPU 5 taken for rank 5
     assert redacted.initiating.host is None
     assert not any(is_placeholder_host(host) for host in redacted.inputs.hosts)
+
+
+def test_a_redacted_nodes_deepspeed_workers_are_not_taken_for_the_first_nodes(tmp_path):
+    """A 2-node DeepSpeed run whose host names were redacted in its lines (the dmesg file is still in
+    the node's folder): the kernel killed pid P, DeepSpeed's launcher lists that node's workers, but
+    which node's ranks they are the lines no longer say (the run as it is: rank 13, local rank 5 of
+    node 1); local rank 5 is not rank 5."""
+    case = CASE.parent / "hostoom-zero3-offload-params-optim-13b-2node"
+    for path in (case / "logs").rglob("*"):
+        if path.is_file():
+            target = tmp_path / "logs" / path.relative_to(case / "logs")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(re.sub(r"\bdgx-a100-1[78]\b", "xxx", path.read_text(encoding="utf-8")), encoding="utf-8")
+    assert diagnose_paths([str(case / "logs")]).initiating.rank == 13
+    redacted = diagnose_paths([str(tmp_path / "logs")])
+    assert redacted.primary.failure_id == "host-oom-killed"
+    assert redacted.initiating.rank in (None, 13)

@@ -376,14 +376,17 @@ def _deepspeed_subprocess_links(matches: list[Match]) -> list[Link]:
     listed: dict = {}
     for match in matches:
         if match.signature.name == "deepspeed-killing-subprocess" and match.captures.get("pid"):
-            pids = listed.setdefault(match.line.origin.host, [])
-            if int(match.captures["pid"]) not in pids:
-                pids.append((int(match.captures["pid"]), (match.line.origin.source, match.line.origin.line)))
+            pids = listed.setdefault(match.line.origin.host, {})
+            pids.setdefault(int(match.captures["pid"]), (match.line.origin.source, match.line.origin.line))
+    several_nodes = len(offsets) > 1 or any(m.signature.name == LAUNCHER_NODE and int(m.captures.get("nnodes") or 1) > 1
+                                            for m in matches)
     links = []
     for host, pids in listed.items():
-        base = offsets.get(host, 0) if host is not None else 0
-        for local, (pid, where) in enumerate(sorted(pids)):
-            links.append(Link((pid_key(pid, host), rank_key(base + local)), host,
+        base = offsets.get(host) if host is not None else None
+        if base is None and several_nodes:
+            continue  # a node the logs do not tie to its ranks (its name unknown or redacted): no rank
+        for rank, (pid, where) in enumerate(sorted(pids.items()), start=base or 0):
+            links.append(Link((pid_key(pid, host), rank_key(rank)), host,
                               "DeepSpeed's launcher lists its subprocesses in local-rank order", where, WEAK, assumed=True))
     return links
 
