@@ -41,3 +41,15 @@ def test_the_root_cause_is_the_record_under_its_header_not_another_failure_liste
     assert text != table_only()
     diagnosis = diagnose_texts([("console.log", text)])
     assert diagnosis.initiating.rank == 5
+
+
+def test_asked_why_that_rank_the_answer_cites_the_root_cause_record():
+    from firstfault.ask import answer, intent_of
+    from firstfault.render.contract import to_contract
+
+    text = table_only()
+    contract = to_contract(diagnose_texts([("console.log", text)]))
+    reply = answer(intent_of("why rank 5?"), contract)
+    root_line = contract["initiating"]["line"]
+    assert text.split("\n")[root_line - 1].strip().startswith("exitcode  : 1")
+    assert any(f"at console.log:{root_line}." in line for line in reply.lines), reply.lines

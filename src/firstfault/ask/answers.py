@@ -83,10 +83,12 @@ def _cite(place: dict | None, text: str | None = None) -> tuple[dict, ...]:
 
 def _first_fault_line(contract: dict) -> dict:
     where = _where(contract)
-    for item in _primary(contract).get("evidence") or []:
+    evidence = _primary(contract).get("evidence") or contract.get("error_lines") or []
+    for item in evidence:
         if item.get("source") == where.get("source") and item.get("line") == where.get("line"):
             return item
-    evidence = _primary(contract).get("evidence") or contract.get("error_lines") or []
+    if not _primary(contract) and where.get("source"):
+        return where  # unexplained, but where it started is known (a launcher's report of it)
     return evidence[0] if evidence else {}
 
 

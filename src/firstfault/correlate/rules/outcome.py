@@ -144,8 +144,10 @@ def failed_unexplained(facts: Facts, decision: Decision) -> Decision:
     failure_signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS]
     signs = failure_signs or _live_signs(facts, decision)
     text = "something failed, but no knowledge-base entry explains it: the lines below are the most likely errors"
-    return decision.with_because("failed-unexplained", text, signs[:3], note=text, status="unknown", action="fix-and-rerun",
-                                 initiating=first_failed(facts, failure_signs))
+    initiating = first_failed(facts, failure_signs)
+    shown = [initiating, *(m for m in signs if m is not initiating)][:3] if initiating is not None else signs[:3]
+    return decision.with_because("failed-unexplained", text, shown, note=text, status="unknown", action="fix-and-rerun",
+                                 initiating=initiating)
 
 
 def first_failed(facts: Facts, signs: list[Match]) -> Match | None:
