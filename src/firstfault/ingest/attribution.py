@@ -44,8 +44,9 @@ _DEVICE_IN_TEXT = re.compile(r"\(GPU (\d{1,2})[;)]|\bGPU (\d{1,2}) has a total c
 # What people put in place of a host's name or address before posting a log (`xxx`, `***`,
 # `<hostname>`, `[redacted]`, `node-X`, `x.x.x.x`): no host. Read as one, every node of a job
 # would share it, and their local ranks would be taken for one node's.
-_PLACEHOLDER_HOST = re.compile(r"(?i)x{2,}|\*{2,}|<[^<>\s]{1,30}>|\[[^\[\]\s]{1,30}\]|redacted|hidden|hostname|your[-_]?host\w{0,10}"
-                               r"|(?:node|host|server|machine)[-_]?(?:x+|n|\*+)|(?:x{1,3}|\*{1,3})(?:\.(?:x{1,3}|\*{1,3})){3}")
+_PLACEHOLDER_HOST = re.compile(r"(?i)x{2,}|\*{2,}|<[^<>\s]{1,30}>|\[[^\[\]\s]{1,30}\]|redacted|hidden|hostname"
+                               r"|your[-_]?host\w{0,10}|(?:node|host|server|machine)[-_]?(?:x+|n|\*+)"
+                               r"|(?:x{1,3}|\*{1,3})(?:\.(?:x{1,3}|\*{1,3})){3}")
 
 
 def is_placeholder_host(name: str | None) -> bool:

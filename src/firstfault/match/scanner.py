@@ -541,11 +541,12 @@ def _nccl_census(data: bytes, nccl_locals, scan: FileScan, first_line: int) -> N
         while position >= 0:
             start = data.rfind(b"\n", 0, position) + 1
             found = _NCCL_LINE.match(b"\n" + data[start:position + len(needle)])
-            if found and not is_placeholder_host(found.group(1).decode("utf-8", "replace")):
+            if found:
                 host = found.group(1).decode("utf-8", "replace")
-                scan.nccl_hosts[local] = host
-                line = first_line + data.count(b"\n", 0, start)
-                scan.nccl_pids.setdefault((host, local), (int(found.group(2)), line))
+                if not is_placeholder_host(host):  # (a redacted host names none)
+                    scan.nccl_hosts[local] = host
+                    line = first_line + data.count(b"\n", 0, start)
+                    scan.nccl_pids.setdefault((host, local), (int(found.group(2)), line))
                 break
             position = data.find(needle, position + 1)
 

@@ -8,6 +8,7 @@ from ...match.context import ERROR_STATEMENT, FAILURE_SIGNATURES, LAUNCHER_FAILE
 from ...model import Match
 from ..events import time_key
 from ..facts import SIGTERM_CODES, Facts
+from ..identity import TABLE_EXIT_ROW
 from . import Decision, rule
 
 SURVIVABLE_WEIGHT = 0.7  # errors this generic can be caught and logged by a healthy run
@@ -178,7 +179,7 @@ def table_root_cause(facts: Facts) -> Match | None:
     if not headers:
         return None
     last = max(headers, key=lambda origin: (origin.source, origin.line))
-    rows = [m for m in facts.matches if m.signature.name == "root-cause-exitcode-row"
+    rows = [m for m in facts.matches if m.signature.name == TABLE_EXIT_ROW
             and m.line.origin.source == last.source and 0 < m.line.origin.line - last.line <= ROOT_CAUSE_ROWS]
     row = min(rows, key=lambda m: m.line.origin.line) if rows else None
     return row if row is not None and row.captures.get("exitcode") not in SIGTERM_CODES else None
