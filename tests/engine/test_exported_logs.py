@@ -112,3 +112,20 @@ def test_an_export_too_big_to_parse_here_is_read_as_text_and_the_report_says_so(
         "partly read: a log export over 32 MiB is read as the text it is, its pods' lines together "
         "(export each pod or stream to a file of its own)"]
     assert diagnosis.primary.failure_id == "cuda-device-side-assert"  # its lines are still read, as text
+
+
+def test_a_structured_loggers_exception_beside_its_message_is_read_after_it():
+    """python-json-logger keeps a record's traceback in `exc_info`, beside its message (`asctime`
+    its time): the traceback is read after the message, as a plain log prints it."""
+    records = [{"asctime": "2026-12-05 08:00:00,123", "levelname": "INFO", "name": "train",
+                "message": "[rank1]: step 1 loss 2.0"},
+               {"asctime": "2026-12-05 08:00:01,456", "levelname": "ERROR", "name": "train", "message": "training failed",
+                "exc_info": 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    step()\n'
+                            "RuntimeError: CUDA error: device-side assert triggered"}]
+    text = "\n".join(json.dumps(record) for record in records).encode()
+    ((_, _, content),) = export_pieces(text)
+    assert content.split(b"\n")[1:3] == [b"2026-12-05T08:00:01.456000Z training failed",
+                                         b"2026-12-05T08:00:01.456000Z Traceback (most recent call last):"]
+    diagnosis = diagnose_texts([("train.jsonl", text)])
+    assert diagnosis.primary.failure_id == "cuda-device-side-assert"
+    assert diagnosis.initiating.line == 6 and int(diagnosis.initiating.time) % 60 == 1

@@ -14,7 +14,8 @@ first. Here each source's records become an input of their own, named by the sou
 name is its host; `trainjob-worker-1` is what `kubectl logs` would have saved), its lines in the
 order they were written (an export listed newest first is turned round), each line behind the
 time the platform recorded for it when every record has one (read as a collector's time,
-`collected.py`). Line numbers are those of the source's lines, counted from 1: the JSON's own do
+`collected.py`). A structured logger's records (python-json-logger: `message`, `asctime`, the
+traceback in `exc_info`) are read the same way, each exception after its message. Line numbers are those of the source's lines, counted from 1: the JSON's own do
 not say where a line is.
 
 Where the fields are (cited from each platform's reference):
@@ -38,7 +39,12 @@ MAX_SOURCES = 4096
 # where a record keeps its line, its time and its source, first found first
 TEXT_FIELDS = (("textPayload",), ("jsonPayload", "message"), ("message",), ("@message",), ("line",), ("log",),
                ("msg",))
-TIME_FIELDS = (("timestamp",), ("@timestamp",), ("time",), ("receiveTimestamp",))
+# a record's exception, kept beside its line by structured loggers (python-json-logger's `exc_info`,
+# ECS's `error.stack_trace`): read after the line, as the traceback a plain log prints after it
+EXCEPTION_FIELDS = (("exc_info",), ("exc_text",), ("exception",), ("stack_info",), ("stack_trace",), ("traceback",),
+                    ("error", "stack_trace"), ("jsonPayload", "exc_info"), ("jsonPayload", "stack_trace"),
+                    ("jsonPayload", "exception"))
+TIME_FIELDS = (("timestamp",), ("@timestamp",), ("time",), ("receiveTimestamp",), ("asctime",))
 SOURCE_FIELDS = (("resource", "labels", "pod_name"), ("logStreamName",), ("@logStream",), ("labels", "pod"),
                  ("kubernetes", "pod_name"), ("kubernetes", "pod", "name"), ("resource", "labels", "instance_id"),
                  ("host", "name"), ("hostname",))
@@ -47,7 +53,7 @@ CONTAINER_FIELDS = (("resource", "labels", "container_name"), ("labels", "contai
 RECORD_LISTS = ("entries", "events")  # Cloud Logging's entries.list, CloudWatch's filter-log-events
 # what the first bytes of an export hold: a record's text field, quoted as a JSON key
 _TEXT_KEY = re.compile(rb'"(?:textPayload|message|@message|line|msg)"\s*:')
-_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:?\d\d)?")
+_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?")
 _EPOCH_MS = (10 ** 12, 10 ** 14)  # a number in this range is a time in milliseconds (2001-5138)
 
 
@@ -118,11 +124,16 @@ def _field(record: dict, paths: tuple[tuple[str, ...], ...]):
 
 
 def _text_of(record: dict) -> str:
-    """The record's line; a record without one is shown whole, as compact JSON (nothing is dropped)."""
+    """The record's line, then the exception a structured logger kept beside it; a record without a
+    line is shown whole, as compact JSON (nothing is dropped)."""
     text = _field(record, TEXT_FIELDS)
-    if isinstance(text, str):
-        return text
-    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    if not isinstance(text, str):
+        return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    for path in EXCEPTION_FIELDS:
+        extra = _field(record, (path,))
+        if isinstance(extra, str) and extra.strip() and extra.strip() not in text:
+            text = f"{text.rstrip()}\n{extra.rstrip()}"
+    return text
 
 
 def _source_of(record: dict) -> str | None:
