@@ -129,3 +129,11 @@ def test_a_structured_loggers_exception_beside_its_message_is_read_after_it():
     diagnosis = diagnose_texts([("train.jsonl", text)])
     assert diagnosis.primary.failure_id == "cuda-device-side-assert"
     assert diagnosis.initiating.line == 6 and int(diagnosis.initiating.time) % 60 == 1
+
+
+def test_a_go_loggers_error_field_is_read_after_its_message():
+    """zap's JSON lines keep the error beside the message (`msg`, `error`)."""
+    records = [{"level": "info", "msg": "rendezvous joined"},
+               {"level": "error", "msg": "worker failed", "error": "NCCL error: unhandled system error"}]
+    ((_, _, content),) = export_pieces("\n".join(json.dumps(record) for record in records).encode())
+    assert content.split(b"\n") == [b"rendezvous joined", b"worker failed", b"NCCL error: unhandled system error"]

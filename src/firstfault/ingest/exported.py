@@ -40,10 +40,10 @@ MAX_SOURCES = 4096
 TEXT_FIELDS = (("textPayload",), ("jsonPayload", "message"), ("message",), ("@message",), ("line",), ("log",),
                ("msg",))
 # a record's exception, kept beside its line by structured loggers (python-json-logger's `exc_info`,
-# ECS's `error.stack_trace`): read after the line, as the traceback a plain log prints after it
+# ECS's `error.stack_trace`, zap's `error`): read after the line, as a plain log prints it after it
 EXCEPTION_FIELDS = (("exc_info",), ("exc_text",), ("exception",), ("stack_info",), ("stack_trace",), ("traceback",),
-                    ("error", "stack_trace"), ("jsonPayload", "exc_info"), ("jsonPayload", "stack_trace"),
-                    ("jsonPayload", "exception"))
+                    ("error",), ("err",), ("error", "stack_trace"), ("jsonPayload", "exc_info"),
+                    ("jsonPayload", "stack_trace"), ("jsonPayload", "exception"), ("jsonPayload", "error"))
 TIME_FIELDS = (("timestamp",), ("@timestamp",), ("time",), ("receiveTimestamp",), ("asctime",))
 SOURCE_FIELDS = (("resource", "labels", "pod_name"), ("logStreamName",), ("@logStream",), ("labels", "pod"),
                  ("kubernetes", "pod_name"), ("kubernetes", "pod", "name"), ("resource", "labels", "instance_id"),
