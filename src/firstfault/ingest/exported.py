@@ -48,8 +48,6 @@ TIME_FIELDS = (("timestamp",), ("@timestamp",), ("time",), ("receiveTimestamp",)
 SOURCE_FIELDS = (("resource", "labels", "pod_name"), ("logStreamName",), ("@logStream",), ("labels", "pod"),
                  ("kubernetes", "pod_name"), ("kubernetes", "pod", "name"), ("resource", "labels", "instance_id"),
                  ("host", "name"), ("hostname",))
-CONTAINER_FIELDS = (("resource", "labels", "container_name"), ("labels", "container"), ("kubernetes", "container_name"),
-                    ("kubernetes", "container", "name"))
 RECORD_LISTS = ("entries", "events")  # Cloud Logging's entries.list, CloudWatch's filter-log-events
 # what the first bytes of an export hold: a record's text field, quoted as a JSON key
 _TEXT_KEY = re.compile(rb'"(?:textPayload|message|@message|line|msg)"\s*:')
