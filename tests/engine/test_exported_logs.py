@@ -137,3 +137,25 @@ def test_a_go_loggers_error_field_is_read_after_its_message():
                {"level": "error", "msg": "worker failed", "error": "NCCL error: unhandled system error"}]
     ((_, _, content),) = export_pieces("\n".join(json.dumps(record) for record in records).encode())
     assert content.split(b"\n") == [b"rendezvous joined", b"worker failed", b"NCCL error: unhandled system error"]
+
+
+def test_the_journals_json_records_read_as_journalctl_prints_them():
+    """`journalctl -u train -o json`: each record becomes the line `journalctl -o short-iso` prints
+    (time, host, ident[pid]), so the host and process are read as in the journal's own text; a
+    message that is not UTF-8 comes as a list of bytes."""
+    def record(second, pid, message):
+        return {"__REALTIME_TIMESTAMP": str(int((START + second) * 1e6)), "_HOSTNAME": "gpu-node-3", "_PID": str(pid),
+                "SYSLOG_IDENTIFIER": "python3", "PRIORITY": "6", "_SYSTEMD_UNIT": "train.service", "MESSAGE": message}
+
+    records = [record(0, 4100, "[rank0]: step 1 loss 2.0"), record(1, 4101, "[rank1]: step 1 loss 2.0"),
+               record(2, 4101, "[rank1]: RuntimeError: CUDA error: device-side assert triggered"),
+               record(3, 4100, list("[rank0]: caf\xe9 ".encode("latin-1")))]
+    text = "\n".join(json.dumps(item) for item in records).encode()
+    ((name, _, content),) = export_pieces(text)
+    assert name is None
+    assert content.split(b"\n")[2] == (b"2026-12-05T08:00:02.000000+0000 gpu-node-3 python3[4101]: "
+                                       b"[rank1]: RuntimeError: CUDA error: device-side assert triggered")
+    assert content.split(b"\n")[3].endswith("[rank0]: caf\ufffd ".encode())
+    diagnosis = diagnose_texts([("train.json", text)])
+    assert (diagnosis.primary.failure_id, diagnosis.initiating.rank, diagnosis.initiating.host) == (
+        "cuda-device-side-assert", 1, "gpu-node-3")

@@ -15,7 +15,9 @@ name is its host; `trainjob-worker-1` is what `kubectl logs` would have saved), 
 order they were written (an export listed newest first is turned round), each line behind the
 time the platform recorded for it when every record has one (read as a collector's time,
 `collected.py`). A structured logger's records (python-json-logger: `message`, `asctime`, the
-traceback in `exc_info`) are read the same way, each exception after its message. Line numbers are those of the source's lines, counted from 1: the JSON's own do
+traceback in `exc_info`) are read the same way, each exception after its message. systemd's
+journal (`journalctl -o json`: `MESSAGE`, `__REALTIME_TIMESTAMP`, `_HOSTNAME`, `_PID`) is read as
+the text `journalctl -o short-iso` prints, one line a record, which names the host and process. Line numbers are those of the source's lines, counted from 1: the JSON's own do
 not say where a line is.
 
 Where the fields are (cited from each platform's reference):
@@ -38,7 +40,7 @@ TOO_BIG_AN_EXPORT = (f"partly read: a log export over {MAX_EXPORT_BYTES >> 20} M
 MAX_SOURCES = 4096
 # where a record keeps its line, its time and its source, first found first
 TEXT_FIELDS = (("textPayload",), ("jsonPayload", "message"), ("message",), ("@message",), ("line",), ("log",),
-               ("msg",))
+               ("msg",), ("MESSAGE",))
 # a record's exception, kept beside its line by structured loggers (python-json-logger's `exc_info`,
 # ECS's `error.stack_trace`, zap's `error`): read after the line, as a plain log prints it after it
 EXCEPTION_FIELDS = (("exc_info",), ("exc_text",), ("exception",), ("stack_info",), ("stack_trace",), ("traceback",),
@@ -50,7 +52,7 @@ SOURCE_FIELDS = (("resource", "labels", "pod_name"), ("logStreamName",), ("@logS
                  ("host", "name"), ("hostname",))
 RECORD_LISTS = ("entries", "events")  # Cloud Logging's entries.list, CloudWatch's filter-log-events
 # what the first bytes of an export hold: a record's text field, quoted as a JSON key
-_TEXT_KEY = re.compile(rb'"(?:textPayload|message|@message|line|msg)"\s*:')
+_TEXT_KEY = re.compile(rb'"(?:textPayload|message|@message|line|msg|MESSAGE)"\s*:')
 _RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?")
 _EPOCH_MS = (10 ** 12, 10 ** 14)  # a number in this range is a time in milliseconds (2001-5138)
 
@@ -76,9 +78,13 @@ def export_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
     stamped = len(timed) == len(records)
     sources: dict[str, list[str]] = {}
     for record, when in zip(records, times):
-        lines = sources.setdefault(_source_of(record), [])
+        journal = _journal_prefix(record, when)
+        lines = sources.setdefault(None if journal is not None else _source_of(record), [])
         for line in _text_of(record).rstrip("\r\n").split("\n"):
-            lines.append(f"{_rfc3339(when)} {line}" if stamped else line)
+            if journal is not None:
+                lines.append(journal + line)
+            else:
+                lines.append(f"{_rfc3339(when)} {line}" if stamped else line)
     if len(sources) > MAX_SOURCES:
         return []
     return [(name.encode("utf-8", "replace") if name else None, 1, "\n".join(lines).encode("utf-8", "surrogatepass"))
@@ -121,10 +127,25 @@ def _field(record: dict, paths: tuple[tuple[str, ...], ...]):
     return None
 
 
+def _journal_prefix(record: dict, when: float | None) -> str | None:
+    """For a record of systemd's journal (`journalctl -o json`), the prefix `journalctl -o
+    short-iso` prints before its message (`2026-12-05T12:00:00.123456+0000 gpu-node-3 python3[4100]: `),
+    which the reader takes the host and process from; None for any other record."""
+    if "MESSAGE" not in record or not isinstance(record.get("_HOSTNAME", record.get("SYSLOG_IDENTIFIER")), str):
+        return None
+    moment = datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+0000") if when is not None else "-"
+    ident = record.get("SYSLOG_IDENTIFIER") or record.get("_COMM") or "journal"
+    pid = record.get("_PID")
+    process = f"{ident}[{pid}]" if isinstance(pid, str) and pid.isdigit() else str(ident)
+    return f"{moment} {record.get('_HOSTNAME') or 'localhost'} {process}: "
+
+
 def _text_of(record: dict) -> str:
     """The record's line, then the exception a structured logger kept beside it; a record without a
     line is shown whole, as compact JSON (nothing is dropped)."""
     text = _field(record, TEXT_FIELDS)
+    if isinstance(text, list) and all(isinstance(item, int) and 0 <= item < 256 for item in text):
+        text = bytes(text).decode("utf-8", "replace")  # the journal's message that is not UTF-8
     if not isinstance(text, str):
         return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     for path in EXCEPTION_FIELDS:
@@ -144,6 +165,9 @@ def _source_of(record: dict) -> str | None:
 def _time_of(record: dict) -> float | None:
     """The record's time in seconds: an RFC 3339 text (no zone: UTC) or milliseconds since 1970."""
     value = _field(record, TIME_FIELDS)
+    journal = record.get("__REALTIME_TIMESTAMP")
+    if value is None and isinstance(journal, str) and journal.isdigit():
+        return int(journal) / 1_000_000  # the journal's microseconds since 1970
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value / 1000 if _EPOCH_MS[0] <= value < _EPOCH_MS[1] else None
     found = _RFC3339.fullmatch(value.strip()) if isinstance(value, str) else None
