@@ -33,6 +33,7 @@ import re
 from datetime import datetime, timezone
 
 from .structured import loads_json
+from .timestamps import Clock
 
 MAX_EXPORT_BYTES = 32 * 1024 * 1024  # parsed whole (its records take several times its size in memory)
 TOO_BIG_AN_EXPORT = (f"partly read: a log export over {MAX_EXPORT_BYTES >> 20} MiB is read as the text it is, "
@@ -53,7 +54,7 @@ SOURCE_FIELDS = (("resource", "labels", "pod_name"), ("logStreamName",), ("@logS
 RECORD_LISTS = ("entries", "events")  # Cloud Logging's entries.list, CloudWatch's filter-log-events
 # what the first bytes of an export hold: a record's text field, quoted as a JSON key
 _TEXT_KEY = re.compile(rb'"(?:textPayload|message|@message|line|msg|MESSAGE)"\s*:')
-_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?")
+MAX_TIME_TEXT = 64  # characters of a time field read
 _EPOCH_MS = (10 ** 12, 10 ** 14)  # a number in this range is a time in milliseconds (2001-5138)
 
 
@@ -71,7 +72,8 @@ def export_pieces(data: bytes) -> list[tuple[bytes | None, int, bytes]]:
     records = _records(data)
     if not records:
         return []
-    times = [_time_of(record) for record in records]
+    clock = Clock()
+    times = [_time_of(record, clock) for record in records]
     timed = [when for when in times if when is not None]
     if len(timed) >= 2 and timed[0] > timed[-1]:  # newest first (gcloud's default order)
         records, times = records[::-1], times[::-1]
@@ -162,27 +164,22 @@ def _source_of(record: dict) -> str | None:
     return source.strip()
 
 
-def _time_of(record: dict) -> float | None:
-    """The record's time in seconds: an RFC 3339 text (no zone: UTC) or milliseconds since 1970."""
+def _time_of(record: dict, clock: Clock) -> float | None:
+    """The record's time in seconds: a date and time the log reader knows (RFC 3339, Python
+    logging's), milliseconds since 1970, or the journal's microseconds."""
     value = _field(record, TIME_FIELDS)
     journal = record.get("__REALTIME_TIMESTAMP")
     if value is None and isinstance(journal, str) and journal.isdigit():
         return int(journal) / 1_000_000  # the journal's microseconds since 1970
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value / 1000 if _EPOCH_MS[0] <= value < _EPOCH_MS[1] else None
-    found = _RFC3339.fullmatch(value.strip()) if isinstance(value, str) else None
-    if found is None:
-        return None
-    day, clock, fraction, zone = found.groups()
-    zone = "+00:00" if zone in (None, "Z") else zone if ":" in zone else f"{zone[:3]}:{zone[3:]}"
-    try:
-        seconds = datetime.fromisoformat(f"{day}T{clock}{zone}").timestamp()
-    except ValueError:
-        return None
-    return seconds + (float("0." + fraction) if fraction else 0.0)
+    seconds = clock.parse(value[:MAX_TIME_TEXT]) if isinstance(value, str) else None
+    return float(seconds) if seconds is not None else None
 
 
 def _rfc3339(seconds: float) -> str:
+    """`seconds` as an RFC 3339 time in UTC, to the microsecond below (a stamp never moves a line
+    later than its record: two records a microsecond apart keep their order)."""
     whole = int(seconds // 1)
     micros = min(int((seconds - whole) * 1e6), 999_999)
     return datetime.fromtimestamp(whole, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{micros:06d}Z"
