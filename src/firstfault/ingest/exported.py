@@ -178,8 +178,7 @@ def _time_of(record: dict, clock: Clock) -> float | None:
 
 
 def _rfc3339(seconds: float) -> str:
-    """`seconds` as an RFC 3339 time in UTC, to the microsecond below (a stamp never moves a line
-    later than its record: two records a microsecond apart keep their order)."""
+    """`seconds` as an RFC 3339 time in UTC, cut (not rounded) to the microsecond."""
     whole = int(seconds // 1)
     micros = min(int((seconds - whole) * 1e6), 999_999)
     return datetime.fromtimestamp(whole, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{micros:06d}Z"
