@@ -141,6 +141,25 @@ class _FixCheck:
                         f"logs' end:\n{_logs_text(lab_run.out_dir)[-6000:]}", pytrace=False)
 
 
+# Runs whose script prints its uncaught exceptions through rich's handler (`rich.traceback.install()`,
+# as typer CLIs do): torch's own hook wraps it (`[rankN]: ` before each line) and torchrun's --tee
+# interleaves the ranks' boxes line by line. The diagnosis is that of Python's tracebacks.
+RICH_RUNS = [("collective-mismatch-extra-barrier", "tee", 4, 2)]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("rich") is None, reason="rich is not installed")
+@pytest.mark.parametrize("run", RICH_RUNS, ids=_run_id)
+def test_rich_tracebacks_are_diagnosed_as_injected(run, tmp_path):
+    from firstfault.lab.runner import diagnose_case, judge, run_scenario
+
+    name, layout, world_size, rank = run
+    lab_run = run_scenario(get(name), out_dir=tmp_path / "case", layout=layout, world_size=world_size, rank=rank,
+                           tracebacks="rich")
+    assert "Traceback (most recent call last) ─" in _logs_text(lab_run.out_dir)  # rich's box, not Python's
+    contract = diagnose_case(lab_run.out_dir)
+    assert judge(contract, lab_run.expect) == [], contract.get("primary")
+
+
 def _class_name(prefix: str, name: str) -> str:
     return prefix + re.sub(r"\W", "_", name)
 

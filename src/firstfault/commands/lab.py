@@ -1,6 +1,7 @@
 """`firstfault lab`: run small real training jobs with injected faults and diagnose their logs."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 import tempfile
@@ -31,6 +32,9 @@ def register(subparsers) -> None:
     run.add_argument("--layout", choices=LAYOUTS, default=None, help="how the logs are captured (scenario default)")
     run.add_argument("--out", metavar="DIR", default=None, help="where to keep the case (default: a new temporary folder)")
     run.add_argument("--fixed", action="store_true", help="apply the scenario's fix: the run should be healthy")
+    run.add_argument("--tracebacks", choices=("python", "rich"), default="python",
+                     help="how the script prints an uncaught exception: as Python does (default), or through rich's "
+                          "handler, as `rich.traceback.install()` scripts and typer CLIs do (needs rich)")
     add_output_options(run, FORMATS)
     run.set_defaults(func=run_scenario)
 
@@ -75,11 +79,14 @@ def run_scenario(args) -> int:
     except ImportError:
         print(NEEDS_TORCH, file=sys.stderr)
         return 2
+    if args.tracebacks == "rich" and importlib.util.find_spec("rich") is None:
+        print("firstfault: error: --tracebacks rich needs rich in this Python: pip install rich", file=sys.stderr)
+        return 2
     from ..lab.runner import LabError, diagnose_case, judge, run_scenario as run
     out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix=f"firstfault-lab-{scenario.name}-"))
     try:
         lab_run = run(scenario, out_dir=out_dir, layout=args.layout, world_size=args.world_size, rank=args.rank,
-                      fixed=args.fixed, observer=lambda line: print(line, file=sys.stderr))
+                      fixed=args.fixed, observer=lambda line: print(line, file=sys.stderr), tracebacks=args.tracebacks)
     except LabError as exc:
         print(f"firstfault: error: {exc}", file=sys.stderr)
         return 2

@@ -59,6 +59,11 @@ class Block:
         self._text = text
         self.span = span
 
+    def rewrite(self, data: bytes) -> None:
+        """Replace the block's bytes by the same lines said another way (as many of them): no
+        longer the bytes on disk, so it is kept, not read again from its span."""
+        self.data, self._text, self.span = data, None, None
+
     @property
     def line_count(self) -> int:
         if self._line_count is None:

@@ -537,9 +537,20 @@ def install_sigterm_handler(rank_hint: str):
     signal.signal(signal.SIGTERM, on_sigterm)
 
 
+def install_traceback_renderer() -> None:
+    """Print an uncaught exception as the renderer the runner chose (LAB_TRACEBACKS): rich's
+    handler, as a script that calls `rich.traceback.install()` or a typer CLI does. Installed
+    before the process group, whose own hook (the `[rankN]:` prefix) wraps it, as in a real job."""
+    if os.environ.get("LAB_TRACEBACKS") == "rich":
+        from rich.traceback import install
+
+        install()
+
+
 def main(argv=None):
     args = parse_args(argv)
     setup_logging()
+    install_traceback_renderer()
     if args.sigterm_handler:
         install_sigterm_handler(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "?")))
     train(args)

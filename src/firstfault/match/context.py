@@ -52,9 +52,12 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("frame", r'distributed_c10d\.py", line \d+,? in (?P<op>[a-z_]+)',
              ('  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", line 3744, in barrier',),
              ('  File "/home/user/train.py", line 88, in barrier',)),
-    _context("frame-backward", r'(?P<op>_engine_run_backward|run_backward)\(',
-             ("    Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass",),
-             ("    loss.backward()",)),
+    # the backward's call (the frame's source line), or its frame when Python printed no source
+    # line (the file not readable where the job ran, or a renderer that showed none)
+    _context("frame-backward", r'(?:autograd/graph\.py", line \d+, in |\b)(?P<op>_engine_run_backward|run_backward)(?:\(|$)',
+             ("    Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass",
+              '  File "/usr/lib/python3/site-packages/torch/autograd/graph.py", line 825, in _engine_run_backward'),
+             ("    loss.backward()", '  File "/home/user/graph.py", line 12, in _engine_run_backward_hook')),
     _context("launcher-failed", r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)",
              ("E0425 09:39:11.882000 311 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) local_rank: 0 (pid: 318) of binary: /workspace/.venv/bin/python",),
              ("  exitcode  : -6 (pid: 318)",)),

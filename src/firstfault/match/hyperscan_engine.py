@@ -15,11 +15,12 @@ import hashlib
 
 import hyperscan
 
+from ..ingest.rendered import HEADER_HINT
 from ..kb.cache import cache_dir, write_atomic
 
 ASCII, BYTES = "ascii", "bytes"  # the dialects of translate.py (imported only to compile)
 
-CACHE_VERSION = "9"  # bump when translate.py changes what a pattern compiles to
+CACHE_VERSION = "10"  # bump when translate.py changes what a pattern compiles to
 _FLAGS = hyperscan.HS_FLAG_MULTILINE
 # Any byte sequence Python's strict UTF-8 decoder rejects (found in the same pass as the
 # signatures, so checking a block costs nothing extra): bytes never valid, a lead byte without
@@ -54,12 +55,14 @@ def _compile(expressions: list[bytes], ids: list[int], extra: bytes | None = Non
 
 INVALID_ID = 1 << 30  # the id of INVALID_UTF8 in the bytes database
 # Census helpers, reported at most once per block each: whether a launcher prefix `[x3]:` may
-# occur, and which local ranks L (0-31) occur in `[L] NCCL` lines.
+# occur, which local ranks L (0-31) occur in `[L] NCCL` lines, and whether a traceback as rich or
+# IPython prints it may occur (ingest/rendered.py).
 CENSUS_BASE = 1 << 29
 BRACKET_ID = CENSUS_BASE + 100
+RENDERED_ID = CENSUS_BASE + 101
 NCCL_LOCALS = 32
-CENSUS_PATTERNS = [(BRACKET_ID, rb"[0-9]\]:")] + [(CENSUS_BASE + local, rb"\[%d\] NCCL " % local)
-                                                  for local in range(NCCL_LOCALS)]
+CENSUS_PATTERNS = ([(BRACKET_ID, rb"[0-9]\]:"), (RENDERED_ID, HEADER_HINT)]
+                   + [(CENSUS_BASE + local, rb"\[%d\] NCCL " % local) for local in range(NCCL_LOCALS)])
 
 
 def _compilable(pattern: bytes) -> bool:
@@ -159,7 +162,7 @@ class HyperscanEngine:
     def scan(self, data: bytes) -> tuple[dict[int, set[int]], frozenset, bool, tuple[bool, set]]:
         """Candidate lines of `data`, the signature indices this scan did not cover, whether
         `data` is valid UTF-8, and the census hints: (a `[x3]:` prefix may occur, the local
-        ranks L of `[L] NCCL` that occur)."""
+        ranks L of `[L] NCCL` that occur, a rendered traceback may occur)."""
         is_ascii = data.isascii()
         database = self.ascii_db if is_ascii else self.bytes_db
         left_out = self.fallback_ascii if is_ascii else self.fallback_bytes
@@ -174,7 +177,7 @@ class HyperscanEngine:
         lines: dict[int, set[int]] = {}
         valid = True
         nccl_locals: set = set()
-        bracket = False
+        bracket = rendered = False
         last_line_start, last_end = -1, -1
         for end, index in sorted(ends):
             if index >= CENSUS_BASE:
@@ -182,6 +185,8 @@ class HyperscanEngine:
                     valid = False
                 elif index == BRACKET_ID:
                     bracket = True
+                elif index == RENDERED_ID:
+                    rendered = True
                 else:
                     nccl_locals.add(index - CENSUS_BASE)
                 continue
@@ -190,7 +195,7 @@ class HyperscanEngine:
                 last_line_start = data.rfind(b"\n", 0, max(end - 1, 0)) + 1 if end > 0 else 0
                 last_end = end
             lines.setdefault(last_line_start, set()).add(index)
-        return lines, left_out, valid, (bracket, nccl_locals)
+        return lines, left_out, valid, (bracket, nccl_locals, rendered)
 
 
 class AnyOf:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..ingest.attribution import LinePrefix, PathHints, hints_from_path, is_placeholder_host, leading_rank, parse_prefix
 from ..ingest.reader import Block, ReadStats, Unreadable, read_blocks
+from ..ingest.rendered import as_python_tracebacks, may_hold_rendered
 from ..ingest.sources import InputFile
 from ..ingest.timestamps import Clock
 from ..mask import mask_secrets
@@ -23,7 +24,10 @@ from .progress_lines import is_progress, is_traceback_body
 
 TIME_LOOKBACK_LINES = 60
 TAIL_LINES = 8  # the last lines kept of each rank stream: what it was doing when it stopped
-TAIL_WALK_LINES = 300  # lines walked back from a block's end to find them (more for many streams)
+# lines walked back from a block's end to find them (more for many streams): a failed job's console
+# ends in every rank's traceback, and what a rank did last is above its own; a traceback as rich
+# prints it (ingest/rendered.py) is 3-4 times Python's, a deep stack's 100 lines and more
+TAIL_WALK_LINES = 1000
 PROGRESS_TAIL_LINES = 4  # and its last progress lines (steps, loss) within that walk
 
 # Launcher prefixes, counted per block so ranks/hosts seen and local->global maps are known.
@@ -187,7 +191,7 @@ class Scanner:
             bracket = b"]:" in data
             nccl_locals = {int(local) for local in set(_NCCL_LOCAL.findall(data))} if b"] NCCL " in data else set()
         else:
-            bracket, nccl_locals = hints
+            bracket, nccl_locals, _rendered = hints
         seen_globals, seen_locals, pids = set(), set(), set()
         if bracket:
             for role, local, global_rank in _prefix_census(block):
@@ -227,6 +231,12 @@ class Scanner:
         data = block.data
         self._lookbacks = {}  # see _last_time_in: answers of this block's earlier lookbacks
         candidates, valid, hints = self.matcher.candidate_lines(data)
+        if hints[2] if hints is not None else may_hold_rendered(data):
+            rewritten = as_python_tracebacks(data)
+            if rewritten is not data:  # a traceback as rich or IPython prints it: read as Python's
+                block.rewrite(rewritten)
+                data = rewritten
+                candidates, valid, hints = self.matcher.candidate_lines(data)
         if valid is None:
             valid = _valid_utf8(data)
         if not valid:

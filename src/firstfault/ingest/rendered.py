@@ -1,0 +1,256 @@
+"""Tracebacks as a renderer prints them (rich, IPython), read as Python prints them.
+
+    data = as_python_tracebacks(data)   # the same bytes when no line shows such a traceback
+
+Python prints an uncaught exception as `Traceback (most recent call last):`, a line
+`  File "p", line N, in f` for each frame with the source line under it, and `Type: message`. A
+training script that installs rich's handler (`rich.traceback.install()`, any typer CLI) or runs in
+a notebook says the same things in another shape:
+
+- rich (`rich.traceback`): a box from `╭── Traceback (most recent call last) ──╮` to `╰──╯`; in it
+  each frame as `path:N in f` (`in f:N` when the file was not found), folded at the box's edge when
+  long, then the source around it with the line that ran marked `❱ N`; after the box the exception,
+  word-wrapped at the console's width (80 columns when the output is not a terminal), so the
+  message a signature looks for is cut into lines.
+- IPython (a notebook cell's output, `%xmode Context`): a rule of dashes, then
+  `Type    Traceback (most recent call last)`, each frame as `File p:N, in f(args)` or
+  `Cell In[5], line N` (IPython 7: `p in f(args)`), numbered source lines with `-->` at the line
+  that ran; the exception last, unwrapped.
+
+Signatures, the frames that tell which collective a rank waited in (`distributed_c10d.py", line N,
+in barrier`) and the tails that keep what each rank did last read Python's shape. So each such
+traceback is written again in it, in place: one line for each line it had, a line Python's shape
+has no place for left empty (a box's border, the source around the line that ran, the pieces of a
+wrapped message joined on its first line), so line numbers stay those of the file. A launcher's
+prefix before each line (`[default3]:`, `[rank3]: `) is kept. Renderers' references: rich's
+`rich/traceback.py` (Traceback._render_stack, the exception after the box), IPython's
+`IPython/core/ultratb.py` (VerboseTB).
+
+Blocks without a rendered traceback pay nothing: the fast engine reports the headers with the
+signatures (`hyperscan_engine.RENDERED_ID`), and `may_hold_rendered` is the same test without it.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+
+RICH_HEADER = re.compile(rb"^(.*?)\xe2\x95\xad(?:\xe2\x94\x80)+ Traceback \(most recent call last\) (?:\xe2\x94\x80)+\xe2\x95\xae\r?$",
+                         re.MULTILINE)
+IPYTHON_HEADER = re.compile(rb"^(.*?)[A-Za-z_][\w.]*? *Traceback \(most recent call last\)\r?$", re.MULTILINE)
+# what the fast engine looks for (a superset: the two headers' common part with what follows it)
+HEADER_HINT = rb"Traceback \(most recent call last\)(?: \xe2\x94\x80|\r?\n)"
+_HINT = re.compile(HEADER_HINT)
+
+PYTHON_HEADER = "Traceback (most recent call last):"
+MAX_TRACEBACK_LINES = 5000  # a traceback longer than this is not read as one
+
+_RICH_CODE = re.compile(r"^(?:❱|\s)\s*(\d+) ?(.*)$")  # `  60 code`, `❱ 63 code`
+_RICH_FRAME = re.compile(r"^(?P<path>.+?):(?P<line>\d+) ?in ?(?P<name>\S+)$|^in (?P<name2>\S+):(?P<line2>\d+)$")
+_INDENT_GUIDES = re.compile(r"^(?:│ {0,3})+")  # rich's indent guides before a source line
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?::(?: |$)|$)")
+_RECORD_START = re.compile(r"^(?:\d{4}-\d\d-\d\d|[IWEF]\d{4} \d\d:|\[\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d)")
+_IPYTHON_FRAME = re.compile(r"^File (?P<path>.+?):(?P<line>\d+)(?:, in (?P<name>[^\s(]+)(?:\(.*\))?)?$")
+_IPYTHON_CELL = re.compile(r"^Cell (?P<cell>In ?\[\d*\]), line (?P<line>\d+)$")
+_IPYTHON7_FRAME = re.compile(r"^(?P<path>\S+\.py|<ipython-input-[^>]*>) in (?P<name>[^\s(]+)(?:\(.*\))?$")
+_IPYTHON_CODE = re.compile(r"^(?:-+>|\s+)\s*(\d+)(?: (.*))?$")  # `--> 434 main()`, `    431 x = 1`
+
+
+def may_hold_rendered(data: bytes) -> bool:
+    """Whether `data` may hold a rendered traceback (the test the fast engine makes in its pass)."""
+    return b"call last)" in data and _HINT.search(data) is not None
+
+
+def as_python_tracebacks(data: bytes) -> bytes:
+    """`data` with every rich or IPython traceback written as Python prints it, line for line."""
+    starts = [(found.start(), found.group(1), _rich) for found in RICH_HEADER.finditer(data)]
+    starts += [(found.start(), found.group(1), _ipython) for found in IPYTHON_HEADER.finditer(data)]
+    if not starts:
+        return data
+    lines = data.split(b"\n")
+    offsets = _line_offsets(lines)
+    done: dict[bytes, int] = {}  # prefix -> the last line of its last traceback read
+    for start, prefix, rewrite in sorted(starts):
+        index = _line_at(offsets, start)
+        if index > done.get(prefix, -1):
+            done[prefix] = rewrite(_Stream(lines, prefix), index)
+    return b"\n".join(lines)
+
+
+def _line_offsets(lines: list[bytes]) -> list[int]:
+    offsets, position = [], 0
+    for line in lines:
+        offsets.append(position)
+        position += len(line) + 1
+    return offsets
+
+
+def _line_at(offsets: list[int], position: int) -> int:
+    return bisect_right(offsets, position) - 1
+
+
+class _Stream:
+    """The lines of one process: those behind its launcher prefix (all lines when it has none).
+    In a console the ranks' lines interleave (torchrun's `--tee`, srun): a traceback is read in
+    its own rank's lines, past the others'."""
+
+    def __init__(self, lines: list[bytes], prefix: bytes) -> None:
+        self.lines, self.prefix = lines, prefix
+
+    def body(self, index: int) -> str | None:
+        """The line after the prefix, decoded, or None when it does not carry the prefix."""
+        line, prefix = self.lines[index], self.prefix
+        if not line.startswith(prefix):
+            # an empty line behind the prefix loses the prefix's trailing blank (`[rank0]:`)
+            return "" if prefix and line.rstrip(b"\r") == prefix.rstrip() else None
+        return line[len(prefix):].rstrip(b"\r").decode("utf-8", "replace")
+
+    def following(self, index: int):
+        """(index, body) of this stream's lines after `index`, at most MAX_TRACEBACK_LINES of them
+        and past at most MAX_TRACEBACK_LINES of other streams' lines at a time; a line of no
+        launcher prefix ends it (a console's own line: the launcher's report)."""
+        mine = others = 0
+        index += 1
+        while index < len(self.lines) and mine < MAX_TRACEBACK_LINES and others < MAX_TRACEBACK_LINES:
+            body = self.body(index)
+            if body is not None:
+                mine, others = mine + 1, 0
+                yield index, body
+            elif not self.prefix:
+                return
+            else:
+                others += 1
+            index += 1
+
+    def put(self, index: int, text: str) -> None:
+        self.lines[index] = self.prefix + text.encode("utf-8") if text else b""
+
+    def write(self, indices: list[int], said: list[str]) -> None:
+        """This stream's lines `indices` become `said`, at their end (empty lines before it): the
+        frames stay as close together as Python prints them, the exception right below them."""
+        said = said[-len(indices):] if len(said) > len(indices) else said
+        for index in indices:
+            self.put(index, "")
+        for index, text in zip(indices[len(indices) - len(said):], said):
+            self.put(index, text)
+
+
+# -- rich ---------------------------------------------------------------------------------------
+
+def _rich(stream: _Stream, header: int) -> int:
+    """Rewrite the rich traceback whose box starts at line `header`; the index of its last line."""
+    width = len(stream.body(header))
+    inner = width - 4  # `│ ` + content + ` │`
+    said = [PYTHON_HEADER]  # the traceback as Python says it
+    frame: list[str] = []  # the pieces of a frame's `path:N in f`, folded at the box's edge
+    region = [header]
+    for index, body in stream.following(header):
+        if not body.startswith(("│", "╰")):
+            break
+        region.append(index)
+        if body.startswith("╰"):
+            said += _rich_frame(frame, inner)
+            stream.write(region, said)
+            return _join_rich_message(stream, index, width)
+        content = body[2:-2] if body.endswith("│") else body[2:]
+        code = _RICH_CODE.match(content)
+        if not content.strip() or code or content.lstrip().startswith(("╭", "│", "╰", "[... ")):
+            said += _rich_frame(frame, inner)
+            frame = []
+            if code is not None and content.startswith("❱"):
+                said.append("    " + _INDENT_GUIDES.sub("", code.group(2)).strip())  # the line that ran
+        else:
+            frame.append(content.rstrip())
+    said += _rich_frame(frame, inner)  # a box cut short (the block or the paste ends)
+    stream.write(region, said)
+    return region[-1]
+
+
+def _rich_frame(pieces: list[str], inner: int) -> list[str]:
+    """A frame's `path:N in f` (`in f:N`), its pieces joined, as Python's frame line."""
+    if not pieces:
+        return []
+    text = pieces[0]
+    for previous, piece in zip(pieces, pieces[1:]):
+        text += piece if len(previous) >= inner else " " + piece  # a fold, or a word wrap
+    found = _RICH_FRAME.match(text.strip())
+    if found is None:
+        return ["    " + text.strip()]  # not a frame after all: kept as a line of the traceback
+    path = found.group("path") or "<unknown>"
+    line = found.group("line") or found.group("line2")
+    name = found.group("name") or found.group("name2")
+    return [f'  File "{path}", line {line}, in {name}']
+
+
+def _join_rich_message(stream: _Stream, box_end: int, width: int) -> int:
+    """Join the exception after the box, word-wrapped at `width`, on its first line; the index
+    of its last line."""
+    following = stream.following(box_end)
+    first = next(following, None)
+    if first is None or not _EXCEPTION.match(first[1]):
+        return box_end
+    start, text = first
+    piece, last = text, start
+    for index, body in following:
+        if not body.strip() or _RECORD_START.match(body):
+            break
+        word = body.split(" ", 1)[0]
+        if len(piece) + len(word) <= width:
+            break  # it would have fit on the line before: a line of its own
+        text += body if piece.endswith(" ") or _folded(piece, width) else " " + body
+        stream.put(index, "")
+        piece, last = body, index
+    stream.put(start, text.rstrip())
+    return last
+
+
+def _folded(piece: str, width: int) -> bool:
+    """Whether a full line is a piece of one word longer than the width (rich folds such a word):
+    it has no blank, and it ends inside the word, not with the punctuation that ends one (a word
+    exactly as long as the line, `[/pytorch/third_party/gloo/.../unbound_buffer.cc:129]`, ends so)."""
+    return len(piece) >= width and " " not in piece and not piece.endswith(("]", ")", "}", ",", ":", ";"))
+
+
+# -- IPython ------------------------------------------------------------------------------------
+
+def _ipython(stream: _Stream, header: int) -> int:
+    """Rewrite the IPython traceback whose header is line `header`; the index of its last line."""
+    rule = _previous(stream, header)
+    if rule is None or len(stream.body(rule).strip()) < 20 or stream.body(rule).strip("-\r "):
+        return header  # no rule of dashes above it: not IPython's header
+    said = [PYTHON_HEADER]
+    pending = None  # where an IPython 7 frame is in `said`: it gives its line number at its `-->`
+    region = [rule, header]
+    for index, body in stream.following(header):
+        stripped = body.strip()
+        frame = _IPYTHON_FRAME.match(body) or _IPYTHON_CELL.match(body)
+        code = _IPYTHON_CODE.match(body) if stripped else None
+        if frame:
+            name = frame.groupdict().get("name") or "<module>"
+            path = frame.groupdict().get("path") or f"<cell {frame.groupdict().get('cell')}>"
+            said.append(f'  File "{path}", line {frame.group("line")}, in {name}')
+        elif _IPYTHON7_FRAME.match(body):
+            found = _IPYTHON7_FRAME.match(body)
+            pending = (len(said), found.group("path"), found.group("name"))
+            said.append(f'  File "{found.group("path")}", in {found.group("name")}')
+        elif code:
+            if stripped.startswith("-"):  # the line that ran
+                if pending is not None:
+                    at, path, name = pending
+                    said[at] = f'  File "{path}", line {code.group(1)}, in {name}'
+                    pending = None
+                said.append("    " + (code.group(2) or "").strip())
+        elif stripped and stripped != "(...)" and not stripped.startswith("[... skipping hidden"):
+            break  # the exception: as IPython printed it, which is as Python prints it
+        region.append(index)
+    stream.write(region, said)
+    return region[-1]
+
+
+def _previous(stream: _Stream, index: int) -> int | None:
+    """The stream's line before `index` (past other streams' lines), or None."""
+    for earlier in range(index - 1, max(index - MAX_TRACEBACK_LINES, 0) - 1, -1):
+        if stream.body(earlier) is not None:
+            return earlier
+        if not stream.prefix:
+            return None
+    return None

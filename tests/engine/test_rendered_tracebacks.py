@@ -1,0 +1,161 @@
+"""A traceback as rich or IPython prints it (a box of 80 columns with the exception word-wrapped
+after it; a notebook cell's numbered source) is read as Python prints it, line for line: the same
+frames, the line that ran in each, the exception whole on one line. The renderers are the real
+ones (rich's handler, the `ipython` command), run on a real script that raises."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from firstfault.ingest.rendered import HEADER_HINT, as_python_tracebacks, may_hold_rendered
+from firstfault.pipeline import diagnose_texts
+
+pytest.importorskip("rich")
+
+GLOO = ("[/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 5000ms for recv "
+        "operation to complete")
+# a bracketed word exactly as long as the line: rich ends the line there, with no blank to show it
+EXACT = "[/opt/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:129]"  # 80 characters
+SCRIPT = '''\
+import sys
+if sys.argv[1] == "rich":
+    from rich.traceback import install
+    install()
+
+
+def wait_for_peer(message):
+    raise RuntimeError(message)
+
+
+def all_reduce_metrics(message):
+    values = [1.0, 2.0]
+    wait_for_peer(message)
+
+
+def train_one_epoch_with_a_rather_long_function_name_for_the_box(message):
+    all_reduce_metrics(message)
+
+
+train_one_epoch_with_a_rather_long_function_name_for_the_box(sys.argv[2])
+'''
+
+
+def raised(tmp_path: Path, renderer: str, message: str = GLOO) -> bytes:
+    """What a script that raises prints on stderr, through `renderer` (python, rich or ipython)."""
+    folder = tmp_path / ("deep/" * 8)  # a long path: rich folds it at the box's edge
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "train_script.py"
+    script.write_text(SCRIPT)
+    env = {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "LINES")}
+    if renderer == "ipython":
+        ipython = Path(sys.executable).with_name("ipython")
+        if not ipython.exists():
+            pytest.skip("IPython is not installed")
+        command = [str(ipython), "--colors=nocolor", "--no-banner", str(script), "python", message]
+    else:
+        command = [sys.executable, str(script), renderer, message]
+    result = subprocess.run(command, capture_output=True, env=env, timeout=120, cwd=tmp_path)
+    return result.stderr if renderer != "ipython" else result.stdout + result.stderr
+
+
+def python_lines(text: bytes) -> list[str]:
+    """The traceback's lines as Python says them (empty lines and carets left out)."""
+    return [line for line in text.decode().split("\n") if line.strip() and set(line.strip()) - set("^~")]
+
+
+def assert_same_traceback(read: list[str], python: list[str]) -> None:
+    """The same lines, but a source line may be cut short (rich crops it at the box's edge)."""
+    assert len(read) == len(python), (read, python)
+    for ours, theirs in zip(read, python):
+        assert theirs.startswith(ours) if ours.startswith("    ") else ours == theirs, (ours, theirs)
+
+
+def test_rich_traceback_reads_as_pythons_own(tmp_path):
+    rich = raised(tmp_path, "rich")
+    assert "╭" in rich.decode() and GLOO not in rich.decode()  # boxed, and the message wrapped
+    rewritten = as_python_tracebacks(rich)
+    assert rewritten.count(b"\n") == rich.count(b"\n")  # line numbers stay the file's
+    assert_same_traceback(python_lines(rewritten), python_lines(raised(tmp_path, "python")))
+
+
+def test_rich_joins_a_word_as_long_as_the_line_with_a_blank(tmp_path):
+    message = f"{EXACT} Timed out waiting 5000ms for send operation to complete"
+    rich = raised(tmp_path, "rich", message)
+    assert f"\n{EXACT}\n" in rich.decode()  # the word filled the line
+    assert python_lines(as_python_tracebacks(rich))[-1] == f"RuntimeError: {message}"
+
+
+def test_rich_traceback_of_a_rank_among_others_in_a_console(tmp_path):
+    """torchrun --tee: each line behind its rank's prefix, another rank's lines between them."""
+    rich = raised(tmp_path, "rich").decode().rstrip("\n").split("\n")
+    other = "[default1]:[rank1]: 2026-12-05 12:00:01 INFO step 3 loss 0.25"
+    console = []
+    for number, line in enumerate(rich):
+        console.append(f"[default0]:[rank0]: {line}")
+        if number % 7 == 3:
+            console.append(other)
+    rewritten = as_python_tracebacks("\n".join(console).encode()).decode().split("\n")
+    assert len(rewritten) == len(console)
+    assert rewritten.count(other) == console.count(other)  # the other rank's lines are left alone
+    own = [line.removeprefix("[default0]:[rank0]: ") for line in rewritten if line.startswith("[default0]")]
+    assert_same_traceback(python_lines("\n".join(own).encode()), python_lines(raised(tmp_path, "python")))
+
+
+def test_ipython_traceback_reads_as_pythons_own(tmp_path):
+    pytest.importorskip("IPython")
+    ipython = raised(tmp_path, "ipython")
+    assert b"----> " in ipython and b"Traceback (most recent call last)\n" in ipython
+    rewritten = as_python_tracebacks(ipython)
+    assert rewritten.count(b"\n") == ipython.count(b"\n")
+    expected = python_lines(raised(tmp_path, "python"))
+    # IPython shows the script's frames only, as `%run` does: the same frames from the script on
+    assert_same_traceback(python_lines(rewritten)[-len(expected) + 1:], expected[1:])
+    assert python_lines(rewritten)[0] == "Traceback (most recent call last):"
+
+
+def test_the_diagnosis_of_a_rich_traceback_is_that_of_pythons(tmp_path):
+    said = {}
+    for renderer in ("python", "rich"):
+        diagnosis = diagnose_texts([("rank0.log", b"[rank0]: step 3 loss 0.25\n" + raised(tmp_path, renderer))])
+        said[renderer] = (diagnosis.primary.failure_id, [(item.signature, item.text) for item in diagnosis.primary.evidence])
+    assert said["rich"] == said["python"]
+    assert said["python"][0] == "collective-timeout-straggler"  # the gloo timeout read from its message
+
+
+def test_the_fast_engine_reports_rendered_headers_in_its_pass():
+    from firstfault.match.hyperscan_engine import HyperscanEngine
+
+    engine = HyperscanEngine(["never matches this"], use_cache=False)
+    rich = "╭──── Traceback (most recent call last) ────╮\n│ x │\n".encode()
+    ipython = b"-" * 75 + b"\nRuntimeError        Traceback (most recent call last)\nFile /a.py:1\n"
+    python = b"Traceback (most recent call last):\n  File \"/a.py\", line 1, in <module>\n"
+    assert engine.scan(rich)[3][2] and engine.scan(ipython)[3][2]
+    assert not engine.scan(python)[3][2]
+    assert may_hold_rendered(rich) and may_hold_rendered(ipython) and not may_hold_rendered(python)
+    assert HEADER_HINT  # the pattern both use
+
+
+def test_text_without_a_rendered_traceback_is_returned_as_it_is():
+    python = b"Traceback (most recent call last):\n  File \"/a.py\", line 1, in <module>\nKeyError: 'x'\n"
+    assert as_python_tracebacks(python) is python
+    # a header with no box or rule under it is left as it is
+    lone = b"RuntimeError        Traceback (most recent call last)\nsomething else\n"
+    assert as_python_tracebacks(lone) == lone
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([
+    "╭──── Traceback (most recent call last) ────╮", "│ /a/b.py:3 in f                             │",
+    "│ ❱ 3 │   x()                                 │", "│                                            │", "╰────╯",
+    "RuntimeError: boom", "-" * 75, "KeyError            Traceback (most recent call last)", "File /a.py:3, in f()",
+    "----> 3 x()", "      2 y = 1", "", "[rank0]: ", "plain text", "│", "╰", "╭── Traceback (most recent call last) ──╮",
+]), max_size=40), st.sampled_from(["", "[default0]:[rank0]: ", "3: "]))
+def test_any_text_keeps_its_line_count_and_never_raises(pieces, prefix):
+    text = "\n".join(prefix + piece for piece in pieces).encode()
+    assert as_python_tracebacks(text).count(b"\n") == text.count(b"\n")
