@@ -36,6 +36,7 @@ COMMAND_MODULES = {
 }
 
 EXIT_OK, EXIT_FAILURE_FOUND, EXIT_TOOL_ERROR = 0, 1, 2
+TRACEBACK_ENV = "FIRSTFAULT_TRACEBACK"  # set: an internal error shows its traceback
 READS_LOGS = ("diagnose", "watch", "run", "eval", "lab", "serve")  # where the matcher's speed shows
 
 
@@ -97,6 +98,15 @@ def main(argv: list[str] | None = None) -> int:
         # `firstfault ... | head` closed the pipe: not an error of ours
         sys.stderr.close()
         return EXIT_OK
+    except Exception as exc:  # a bug of ours: said plainly, the traceback only when asked for
+        if os.environ.get(TRACEBACK_ENV):
+            raise
+        from .render.printable import printable
+
+        print(f"firstfault: internal error: {type(exc).__name__}: {printable(str(exc))}", file=sys.stderr)
+        print(f"hint: this is a bug in firstfault {__version__}, not a problem with your logs; run it again with "
+              f"{TRACEBACK_ENV}=1 to see where, and report that (the logs stay yours: nothing was sent)", file=sys.stderr)
+        return EXIT_TOOL_ERROR
 
 
 class _Status:

@@ -109,3 +109,21 @@ def test_the_pure_python_matcher_says_how_much_slower_it_is(tmp_path):
     fast = run_cli("diagnose", log, "--format", "json")
     assert "Hyperscan" not in fast.stderr.decode()
     assert json.loads(slow.stdout)["primary"] == json.loads(fast.stdout)["primary"]
+
+
+def test_a_bug_of_ours_is_said_plainly_without_a_traceback(tmp_path):
+    """An exception the engine did not expect (here: its correlation made to raise) is one line
+    that says it is a bug of firstfault's and how to see where; FIRSTFAULT_TRACEBACK=1 shows it."""
+    log = FIRST_USER / "oom4" / "console.log"
+    code = ("import sys; import firstfault.correlate.verdict as verdict; "
+            "verdict.decide = lambda facts: (_ for _ in ()).throw(TypeError('planted')); "
+            "from firstfault.cli import main; "
+            f"sys.exit(main(['diagnose', {str(log)!r}]))")
+    env = {key: value for key, value in os.environ.items() if key != "FIRSTFAULT_TRACEBACK"}
+    said = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=REPO, timeout=300, env=env)
+    assert said.returncode == 2
+    assert "Traceback" not in said.stderr.decode()
+    assert "internal error: TypeError: planted" in said.stderr.decode() and "FIRSTFAULT_TRACEBACK=1" in said.stderr.decode()
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=REPO, timeout=300,
+                           env={**env, "FIRSTFAULT_TRACEBACK": "1"})
+    assert "Traceback (most recent call last)" in shown.stderr.decode() and "planted" in shown.stderr.decode()

@@ -159,3 +159,35 @@ def test_text_without_a_rendered_traceback_is_returned_as_it_is():
 def test_any_text_keeps_its_line_count_and_never_raises(pieces, prefix):
     text = "\n".join(prefix + piece for piece in pieces).encode()
     assert as_python_tracebacks(text).count(b"\n") == text.count(b"\n")
+
+
+# IPython 7's Context mode, as notebook threads of 2020-2022 quote it: a frame as `path in f(args)`,
+# its line number only at the `-->` of the line that ran
+IPYTHON7 = """\
+---------------------------------------------------------------------------
+RuntimeError                              Traceback (most recent call last)
+<ipython-input-3-7b1f4d0a8a44> in <module>
+      1 x = torch.randn(3).cuda()
+----> 2 y = model(x)
+
+/opt/conda/lib/python3.8/site-packages/torch/nn/modules/module.py in _call_impl(self, *input, **kwargs)
+   1049         if not (self._backward_hooks or self._forward_hooks):
+   1050             pass
+-> 1051             return forward_call(*input, **kwargs)
+   1052         # Do not call functions when jit is used
+
+RuntimeError: CUDA error: device-side assert triggered
+"""
+
+
+def test_ipython_7_frames_take_their_line_from_the_line_that_ran():
+    rewritten = as_python_tracebacks(IPYTHON7.encode()).decode()
+    assert rewritten.count("\n") == IPYTHON7.count("\n")
+    assert python_lines(rewritten.encode()) == [
+        "Traceback (most recent call last):",
+        '  File "<ipython-input-3-7b1f4d0a8a44>", line 2, in <module>',
+        "    y = model(x)",
+        '  File "/opt/conda/lib/python3.8/site-packages/torch/nn/modules/module.py", line 1051, in _call_impl',
+        "    return forward_call(*input, **kwargs)",
+        "RuntimeError: CUDA error: device-side assert triggered",
+    ]

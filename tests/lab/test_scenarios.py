@@ -142,8 +142,9 @@ class _FixCheck:
 
 
 # Runs whose script prints its uncaught exceptions through rich's handler (`rich.traceback.install()`,
-# as typer CLIs do): torch's own hook wraps it (`[rankN]: ` before each line) and torchrun's --tee
-# interleaves the ranks' boxes line by line. The diagnosis is that of Python's tracebacks.
+# as typer CLIs do) and whose entry point is decorated with torch's @record: torch's own hook wraps
+# rich's (`[rankN]: ` before each line), torchrun's --tee interleaves the ranks' boxes line by line,
+# and its failure table quotes each worker's traceback. The diagnosis is that of a plain run.
 RICH_RUNS = [("collective-mismatch-extra-barrier", "tee", 4, 2)]
 
 
@@ -154,8 +155,10 @@ def test_rich_tracebacks_are_diagnosed_as_injected(run, tmp_path):
 
     name, layout, world_size, rank = run
     lab_run = run_scenario(get(name), out_dir=tmp_path / "case", layout=layout, world_size=world_size, rank=rank,
-                           tracebacks="rich")
-    assert "Traceback (most recent call last) ─" in _logs_text(lab_run.out_dir)  # rich's box, not Python's
+                           tracebacks="rich", record=True)
+    logs = _logs_text(lab_run.out_dir)
+    assert "Traceback (most recent call last) ─" in logs  # rich's box, not Python's
+    assert "  traceback : Traceback (most recent call last):" in logs  # the table quotes it (@record)
     contract = diagnose_case(lab_run.out_dir)
     assert judge(contract, lab_run.expect) == [], contract.get("primary")
 

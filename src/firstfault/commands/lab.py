@@ -35,6 +35,9 @@ def register(subparsers) -> None:
     run.add_argument("--tracebacks", choices=("python", "rich"), default="python",
                      help="how the script prints an uncaught exception: as Python does (default), or through rich's "
                           "handler, as `rich.traceback.install()` scripts and typer CLIs do (needs rich)")
+    run.add_argument("--record", action="store_true",
+                     help="decorate the script's entry point with torch's @record: torchrun's failure table then "
+                          "shows each worker's traceback")
     add_output_options(run, FORMATS)
     run.set_defaults(func=run_scenario)
 
@@ -86,7 +89,8 @@ def run_scenario(args) -> int:
     out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix=f"firstfault-lab-{scenario.name}-"))
     try:
         lab_run = run(scenario, out_dir=out_dir, layout=args.layout, world_size=args.world_size, rank=args.rank,
-                      fixed=args.fixed, observer=lambda line: print(line, file=sys.stderr), tracebacks=args.tracebacks)
+                      fixed=args.fixed, observer=lambda line: print(line, file=sys.stderr), tracebacks=args.tracebacks,
+                      record=args.record)
     except LabError as exc:
         print(f"firstfault: error: {exc}", file=sys.stderr)
         return 2

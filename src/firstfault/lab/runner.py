@@ -31,6 +31,7 @@ from .slurm import JobOutput, SlurmJob
 SCRIPT = str(Path(__file__).with_name("train.py"))
 RANK_INFO_ENV = "RANK_INFO_DIR"  # train.py writes each rank's node and pid there (truth for twonode runs)
 TRACEBACKS_ENV = "LAB_TRACEBACKS"  # train.py prints an uncaught exception through this renderer (rich)
+RECORD_ENV = "LAB_RECORD"  # train.py's entry point is decorated with torch's @record when "1"
 TRACEBACK_RENDERERS = ("python", "rich")
 MARKER = "reached-step"  # rank 0 reached --marker-step, or an injected fault fired (--fault-marker)
 
@@ -222,9 +223,10 @@ def _node_of_rank(rank_info: Path) -> dict[int, int]:
 
 def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None, world_size: int | None = None,
                  rank: int | None = None, fixed: bool = False, python: str = sys.executable, observer=None,
-                 tracebacks: str = "python") -> LabRun:
+                 tracebacks: str = "python", record: bool = False) -> LabRun:
     """Run `scenario` for real; keep its logs and case.yaml in `out_dir`. `tracebacks`: how the
-    script prints an uncaught exception, as Python does or through rich's handler."""
+    script prints an uncaught exception, as Python does or through rich's handler; `record`: its
+    entry point decorated with torch's @record (the failure table shows each worker's traceback)."""
     layout, world_size, rank, second_rank = choose(scenario, layout, world_size, rank)
     if tracebacks not in TRACEBACK_RENDERERS:
         raise LabError(f"no traceback renderer {tracebacks!r}: choose one of {', '.join(TRACEBACK_RENDERERS)}")
@@ -266,7 +268,10 @@ def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None
             job_output = JobOutput(logs_dir / run.slurm_job.output_name, ntasks=world_size)
         rank_info = work / "ranks"
         rank_info.mkdir()
-        env = {**base_env(), **scenario.env, RANK_INFO_ENV: str(rank_info), TRACEBACKS_ENV: tracebacks}
+        env = {**base_env(), **scenario.env, RANK_INFO_ENV: str(rank_info), TRACEBACKS_ENV: tracebacks,
+               RECORD_ENV: "1" if record else "0"}
+        if record:
+            run.actions.append("the script's entry point was decorated with torch's @record")
         if tracebacks != "python":
             run.actions.append(f"the script printed uncaught exceptions through {tracebacks}'s traceback handler")
         notify(f"lab: running {scenario.name} ({layout}, world size {world_size}{', with its fix' if fixed else ''})")

@@ -556,8 +556,19 @@ def main(argv=None):
     train(args)
 
 
+def recorded(entry):
+    """The entry point decorated with torch's `@record` when the runner asks (LAB_RECORD=1), as the
+    elastic docs advise: a worker's exception goes to its error file, and torchrun's failure table
+    shows its traceback instead of `To enable traceback see ...`."""
+    if os.environ.get("LAB_RECORD") != "1":
+        return entry
+    from torch.distributed.elastic.multiprocessing.errors import record
+
+    return record(entry)
+
+
 if __name__ == "__main__":
-    main()
+    recorded(main)()
     # A rank that finished leaves without the interpreter's teardown: gloo's threads, destroyed
     # there while a peer still talks to this process (a rank that calls a collective after the
     # others finished), abort it now and then ("terminate called without an active exception",

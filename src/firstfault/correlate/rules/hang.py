@@ -69,7 +69,9 @@ def _groups_named(matches) -> set:
 
 
 def _waiting(facts: Facts) -> dict:
-    return first_by_rank(facts.timeouts)
+    """rank -> its first timeout; a timeout no line ties to a rank (the launcher's failure table
+    quoting a worker's traceback under `@record`) names no one who waited."""
+    return {rank: match for rank, match in first_by_rank(facts.timeouts).items() if rank is not None}
 
 
 @rule("hang-sequence-behind")
@@ -163,7 +165,7 @@ def _epoch_ahead(facts: Facts, early: list[int], late: list[int]) -> tuple[int, 
 
 
 def _timed_out_and_disconnected(facts: Facts) -> tuple[set, set]:
-    timed_out = {rank for rank in _waiting(facts) if rank is not None}
+    timed_out = set(_waiting(facts))
     disconnected = {m.line.origin.rank for m in facts.collateral if is_disconnect(m)} - timed_out - {None}
     return timed_out, disconnected
 
