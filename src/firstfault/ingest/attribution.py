@@ -69,6 +69,8 @@ _FILE_NODE = re.compile(r"(?i)^node[_-]?(0|[1-9]\d?)(?:[_.-]|$)")
 # a file per node and local rank: `std_log_node_1_local_rank_2.txt`, `local_rank_2.log`
 _FILE_LOCAL_RANK = re.compile(r"(?i)(?:^|[_.-])(?:node[_-]?0*(?P<node>\d{1,5})[_.-])?local[_-]?rank[_-]?0*(?P<local>\d{1,4})(?:[_.-]|$)")
 _FOLDER_RANK = re.compile(r"(?i)^rank[_-]?0*(\d{1,6})$")  # rank_3/stdout.txt
+# a process's name with its number names no host (`output_rank-04.log`): `gpu-3` may, hosts are so named
+_RANK_WORD = re.compile(r"(?i)(?:local[_-]?)?rank-\d+|process-\d+|proc-\d+")
 # A host's name at the end of a file or folder name, kept whole: `gpu-04-02`, `dgx-b12`,
 # `ip-10-0-1-2`, `node018`, `nid001234`, an IPv4 address
 _HOST_COMPONENT = re.compile(r"(?i)(?:^|[_-])((?:[a-z][a-z0-9]*-)+(?:[a-z0-9]+-)*[a-z0-9]*\d[a-z0-9]*|[a-z]{2,}0\d{2,}|\d{1,3}(?:\.\d{1,3}){3})$")
@@ -271,7 +273,7 @@ def _host_from_parts(parts: tuple[str, ...]) -> tuple[str | None, bool]:
         if _HOSTLESS_WORDS.match(stem):
             continue
         match = _HOST_COMPONENT.search(stem)
-        if match:
+        if match and not _RANK_WORD.fullmatch(match.group(1)):
             return match.group(1), index == 0 and stem != bare and match.group(1) == stem
     return None, False
 
