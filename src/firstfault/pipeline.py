@@ -66,7 +66,8 @@ def scan_inputs(inputs: list[InputFile], kb: KnowledgeBase, observer=None) -> li
     return scan_files(scanner_for(kb), inputs, observer, meanwhile=_load_correlation)
 
 
-CORRELATION_MODULES = ("correlate", "correlate.identity", "correlate.ranks", "correlate.relations", "correlate.dumps_join")
+CORRELATION_MODULES = ("correlate", "correlate.identity", "correlate.ranks", "correlate.relations", "correlate.dumps_join",
+                       "render.diagnosis_text")  # (the rules word their reasons with it)
 
 
 def _load_correlation() -> None:

@@ -10,6 +10,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from firstfault.ingest import reader
 from firstfault.ingest.reader import ReadStats, read_blocks
@@ -131,3 +133,14 @@ def test_a_last_line_without_a_line_end_stays_in_the_block_of_the_lines_before_i
     blocks = list(read_blocks(item, stats, decode=False))
     assert [(block.first_line, block.line_count, block.data) for block in blocks] == [(1, 3, text)]
     assert stats.lines == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=300), min_size=0, max_size=40), st.integers(min_value=0, max_value=4))
+def test_newlines_counts_as_bytes_count_does(lengths, scale):
+    """Long lines are counted by deleting their ends, short ones byte by byte: the same count."""
+    from firstfault.ingest.reader import COUNT_BY_DELETION_MIN, newlines
+
+    line = b"".join(b"x" * length + b"\n" for length in lengths) or b"\n"
+    data = line * (COUNT_BY_DELETION_MIN // len(line) + 1) * scale + b"tail without an end"
+    assert newlines(data) == data.count(b"\n")

@@ -67,7 +67,7 @@ class Block:
     @property
     def line_count(self) -> int:
         if self._line_count is None:
-            self._line_count = self.data.count(b"\n") + 1
+            self._line_count = newlines(self.data) + 1
         return self._line_count
 
     @line_count.setter
@@ -83,6 +83,23 @@ class Block:
     @property
     def lines(self) -> list[str]:
         return self.text.split("\n")
+
+
+def newlines(data: bytes) -> int:
+    """How many '\n' `data` holds. `bytes.count` tests every byte (about 1.5 GB/s); deleting them
+    with `bytes.replace` finds them with memchr first and, copy included, takes half as long when
+    lines are long, twice as long when they are short: the first 64 KiB tell which."""
+    if len(data) < COUNT_BY_DELETION_MIN:
+        return data.count(b"\n")
+    sampled = min(len(data), SAMPLE_BYTES)
+    if data.count(b"\n", 0, sampled) * LONG_LINE > sampled:
+        return data.count(b"\n")
+    return len(data) - len(data.replace(b"\n", b""))
+
+
+COUNT_BY_DELETION_MIN = 1 << 20
+SAMPLE_BYTES = 65536
+LONG_LINE = 48  # bytes a line on average, from which deleting the line ends counts them faster
 
 
 def _open_binary(item: InputFile):
