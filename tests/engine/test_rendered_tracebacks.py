@@ -135,9 +135,10 @@ def test_the_fast_engine_reports_rendered_headers_in_its_pass():
     rich = "╭──── Traceback (most recent call last) ────╮\n│ x │\n".encode()
     ipython = b"-" * 75 + b"\nRuntimeError        Traceback (most recent call last)\nFile /a.py:1\n"
     python = b"Traceback (most recent call last):\n  File \"/a.py\", line 1, in <module>\n"
-    assert engine.scan(rich)[3][2] and engine.scan(ipython)[3][2]
+    group = b"  + Exception Group Traceback (most recent call last):\n  |   File \"/a.py\", line 1, in <module>\n"
+    assert engine.scan(rich)[3][2] and engine.scan(ipython)[3][2] and engine.scan(group)[3][2]
     assert not engine.scan(python)[3][2]
-    assert may_hold_rendered(rich) and may_hold_rendered(ipython) and not may_hold_rendered(python)
+    assert all(map(may_hold_rendered, (rich, ipython, group))) and not may_hold_rendered(python)
     assert HEADER_HINT  # the pattern both use
 
 
@@ -191,3 +192,37 @@ def test_ipython_7_frames_take_their_line_from_the_line_that_ran():
         "    return forward_call(*input, **kwargs)",
         "RuntimeError: CUDA error: device-side assert triggered",
     ]
+
+
+GROUP_SCRIPT = '''\
+import asyncio
+
+
+async def all_reduce_metrics():
+    raise RuntimeError("%s")
+
+
+async def main():
+    async with asyncio.TaskGroup() as group:
+        group.create_task(all_reduce_metrics())
+
+
+asyncio.run(main())
+''' % GLOO
+
+
+def test_a_traceback_inside_an_exception_group_reads_as_pythons_own(tmp_path):
+    """Python 3.11's exception group (asyncio's TaskGroup): the margins are taken off, the worker's
+    traceback and its exception read as Python prints a traceback; the launcher prefix kept."""
+    script = tmp_path / "serve.py"
+    script.write_text(GROUP_SCRIPT)
+    printed = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=120).stderr
+    assert b"+ Exception Group Traceback" in printed and b"    | RuntimeError: " in printed
+    console = b"".join(b"[default0]:[rank0]: " + line + b"\n" for line in printed.rstrip(b"\n").split(b"\n"))
+    rewritten = as_python_tracebacks(console).decode()
+    assert rewritten.count("\n") == console.count(b"\n")
+    lines = [line.removeprefix("[default0]:[rank0]: ") for line in rewritten.split("\n") if line.strip()]
+    assert lines[0] == "Traceback (most recent call last):"
+    assert f"RuntimeError: {GLOO}" in lines and "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)" in lines
+    assert any(line.startswith('  File "') and line.endswith("in all_reduce_metrics") for line in lines)
+    assert not any(line.lstrip().startswith(("|", "+")) for line in lines)

@@ -17,6 +17,11 @@ a notebook says the same things in another shape:
   `Cell In[5], line N` (IPython 7: `p in f(args)`), numbered source lines with `-->` at the line
   that ran; the exception last, unwrapped.
 
+- Python itself, for an exception group (3.11+: asyncio's `TaskGroup`, anyio, trio): the group's
+  traceback behind a margin, `  + Exception Group Traceback (most recent call last):`, `  | ` before
+  its lines, then each sub-exception's whole traceback behind `    | `, between `+-+---- 1 ----`
+  rules; the margins are taken off.
+
 Signatures, the frames that tell which collective a rank waited in (`distributed_c10d.py", line N,
 in barrier`) and the tails that keep what each rank did last read Python's shape. So each such
 traceback is written again in it, in place: one line for each line it had, a line Python's shape
@@ -37,8 +42,9 @@ from bisect import bisect_right
 RICH_HEADER = re.compile(rb"^(.*?)\xe2\x95\xad(?:\xe2\x94\x80)+ Traceback \(most recent call last\) (?:\xe2\x94\x80)+\xe2\x95\xae\r?$",
                          re.MULTILINE)
 IPYTHON_HEADER = re.compile(rb"^(.*?)[A-Za-z_][\w.]*? *Traceback \(most recent call last\)\r?$", re.MULTILINE)
-# what the fast engine looks for (a superset: the two headers' common part with what follows it)
-HEADER_HINT = rb"Traceback \(most recent call last\)(?: \xe2\x94\x80|\r?\n)"
+GROUP_HEADER = re.compile(rb"^(.*?)( *)\+ Exception Group Traceback \(most recent call last\):\r?$", re.MULTILINE)
+# what the fast engine looks for (a superset: the headers' common part with what follows it)
+HEADER_HINT = rb"Traceback \(most recent call last\)(?: \xe2\x94\x80|\r?\n)|Exception Group Traceback"
 _HINT = re.compile(HEADER_HINT)
 
 PYTHON_HEADER = "Traceback (most recent call last):"
@@ -57,13 +63,16 @@ _IPYTHON_CODE = re.compile(r"^(?:-+>|\s+)\s*(\d+)(?: (.*))?$")  # `--> 434 main(
 
 def may_hold_rendered(data: bytes) -> bool:
     """Whether `data` may hold a rendered traceback (the test the fast engine makes in its pass)."""
-    return b"call last)" in data and _HINT.search(data) is not None
+    return (b"call last)" in data or b"Exception Group" in data) and _HINT.search(data) is not None
 
 
 def as_python_tracebacks(data: bytes) -> bytes:
     """`data` with every rich or IPython traceback written as Python prints it, line for line."""
     starts = [(found.start(), found.group(1), _rich) for found in RICH_HEADER.finditer(data)]
     starts += [(found.start(), found.group(1), _ipython) for found in IPYTHON_HEADER.finditer(data)]
+    # (a launcher prefix keeps the blank after it: `[rank0]: ` + `  + Exception Group ...`)
+    starts += [(found.start(), found.group(1) + (b" " if found.group(1) and found.group(2) else b""), _group)
+               for found in GROUP_HEADER.finditer(data)]
     if not starts:
         return data
     lines = data.split(b"\n")
@@ -254,3 +263,26 @@ def _previous(stream: _Stream, index: int) -> int | None:
         if not stream.prefix:
             return None
     return None
+
+
+# -- exception groups ---------------------------------------------------------------------------
+
+_GROUP_MARGIN = re.compile(r"^ *\| ?(.*)$")  # `  | ` before a group's lines, `    | ` before a sub-exception's
+_GROUP_RULE = re.compile(r"^ *\+[-+ ]*(?:\d+|\.\.\. and \d+ more exceptions)?[- ]*\+?-*$")  # `  +-+---- 1 ----`, `    +------`
+
+
+def _group(stream: _Stream, header: int) -> int:
+    """Take the margins off the exception group whose traceback starts at line `header`: its own
+    traceback and each sub-exception's read as Python prints a traceback; the index of its last line."""
+    stream.put(header, PYTHON_HEADER)
+    last = header
+    for index, body in stream.following(header):
+        margin = _GROUP_MARGIN.match(body)
+        if margin:
+            stream.put(index, margin.group(1))
+        elif _GROUP_RULE.match(body) and body.strip():
+            stream.put(index, "")
+        else:
+            break
+        last = index
+    return last

@@ -104,6 +104,8 @@ def _build(patterns: list[str], dialect: str, once: frozenset = frozenset()) -> 
 def _cache_key(patterns: list[str], once: frozenset = frozenset()) -> str:
     digest = hashlib.sha256()
     digest.update(f"{CACHE_VERSION}|{hyperscan.__version__}|{sorted(once)}|".encode())
+    for identifier, pattern in CENSUS_PATTERNS:  # (a census pattern changed is a new database too)
+        digest.update(b"%d=" % identifier + pattern + b"\0")
     for pattern in patterns:
         digest.update(pattern.encode("utf-8", "surrogatepass") + b"\0")
     return digest.hexdigest()[:24]
