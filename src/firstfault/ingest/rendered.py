@@ -1,4 +1,4 @@
-"""Tracebacks as a renderer prints them (rich, IPython), read as Python prints them.
+"""Tracebacks as a renderer prints them (rich, IPython, an exception group), read as Python prints them.
 
     data = as_python_tracebacks(data)   # the same bytes when no line shows such a traceback
 
@@ -16,7 +16,6 @@ a notebook says the same things in another shape:
   `Type    Traceback (most recent call last)`, each frame as `File p:N, in f(args)` or
   `Cell In[5], line N` (IPython 7: `p in f(args)`), numbered source lines with `-->` at the line
   that ran; the exception last, unwrapped.
-
 - Python itself, for an exception group (3.11+: asyncio's `TaskGroup`, anyio, trio): the group's
   traceback behind a margin, `  + Exception Group Traceback (most recent call last):`, `  | ` before
   its lines, then each sub-exception's whole traceback behind `    | `, between `+-+---- 1 ----`
@@ -67,7 +66,8 @@ def may_hold_rendered(data: bytes) -> bool:
 
 
 def as_python_tracebacks(data: bytes) -> bytes:
-    """`data` with every rich or IPython traceback written as Python prints it, line for line."""
+    """`data` with every rich, IPython or exception-group traceback written as Python prints a
+    traceback, line for line."""
     starts = [(found.start(), found.group(1), _rich) for found in RICH_HEADER.finditer(data)]
     starts += [(found.start(), found.group(1), _ipython) for found in IPYTHON_HEADER.finditer(data)]
     # (a launcher prefix keeps the blank after it: `[rank0]: ` + `  + Exception Group ...`)
