@@ -226,3 +226,17 @@ def test_a_traceback_inside_an_exception_group_reads_as_pythons_own(tmp_path):
     assert f"RuntimeError: {GLOO}" in lines and "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)" in lines
     assert any(line.startswith('  File "') and line.endswith("in all_reduce_metrics") for line in lines)
     assert not any(line.lstrip().startswith(("|", "+")) for line in lines)
+
+
+def test_rich_joins_each_line_of_a_message_that_quotes_a_traceback(tmp_path):
+    """`mp.spawn`'s ProcessRaisedException quotes the worker's traceback in its message: rich wraps
+    each of its long lines at 80 columns, and each is read whole again."""
+    frame = ('  File "/opt/conda/envs/train/lib/python3.11/site-packages/torch/multiprocessing/spawn.py", '
+             "line 87, in _wrap")
+    message = f"\n\n-- Process 1 terminated with the following error:\nTraceback (most recent call last):\n{frame}\n" \
+              f"    fn(i, *args)\nRuntimeError: {GLOO}\n"
+    rich = raised(tmp_path, "rich", message)
+    assert frame not in rich.decode() and f"RuntimeError: {GLOO}" not in rich.decode()  # both were wrapped
+    lines = python_lines(as_python_tracebacks(rich))
+    assert lines[-4:] == ["Traceback (most recent call last):", frame, "    fn(i, *args)", f"RuntimeError: {GLOO}"]
+    assert lines[-6:-4] == ["RuntimeError:", "-- Process 1 terminated with the following error:"]

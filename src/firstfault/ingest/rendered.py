@@ -48,6 +48,7 @@ _HINT = re.compile(HEADER_HINT)
 
 PYTHON_HEADER = "Traceback (most recent call last):"
 MAX_TRACEBACK_LINES = 5000  # a traceback longer than this is not read as one
+MAX_MESSAGE_LINES = 400  # an exception's message after rich's box is read this far at most
 
 _RICH_CODE = re.compile(r"^(?:❱|\s)\s*(\d+) ?(.*)$")  # `  60 code`, `❱ 63 code`
 _RICH_FRAME = re.compile(r"^(?P<path>.+?):(?P<line>\d+) ?in ?(?P<name>\S+)$|^in (?P<name2>\S+):(?P<line2>\d+)$")
@@ -191,8 +192,11 @@ def _rich_frame(pieces: list[str], inner: int) -> list[str]:
 
 
 def _join_rich_message(stream: _Stream, box_end: int, width: int) -> int:
-    """Join the exception after the box, word-wrapped at `width`, on its first line; the index
-    of its last line."""
+    """Join the lines of the exception after the box that rich word-wrapped at `width`, each on
+    its first piece; the index of the message's last line. A message may hold lines of its own, a
+    blank one, a whole traceback (`mp.spawn`'s ProcessRaisedException quotes the worker's): each is
+    joined apart. It ends at a line rich cannot have printed (longer than the width, another box)
+    or one that starts a log record."""
     following = stream.following(box_end)
     first = next(following, None)
     if first is None or not _EXCEPTION.match(first[1]):
@@ -200,14 +204,18 @@ def _join_rich_message(stream: _Stream, box_end: int, width: int) -> int:
     start, text = first
     piece, last = text, start
     for index, body in following:
-        if not body.strip() or _RECORD_START.match(body):
+        if len(body) > width or body.startswith("╭") or _RECORD_START.match(body):
             break
         word = body.split(" ", 1)[0]
-        if len(piece) + len(word) <= width:
-            break  # it would have fit on the line before: a line of its own
-        text += body if piece.endswith(" ") or _folded(piece, width) else " " + body
-        stream.put(index, "")
+        if piece.strip() and body[:1].strip() and len(piece) + len(word) > width:  # the rest of the line before
+            text += body if piece.endswith(" ") or _folded(piece, width) else " " + body
+            stream.put(index, "")
+        else:  # a line of its own: the one before is whole
+            stream.put(start, text.rstrip())
+            start, text = index, body
         piece, last = body, index
+        if index - box_end > MAX_MESSAGE_LINES:
+            break
     stream.put(start, text.rstrip())
     return last
 

@@ -25,6 +25,11 @@ def _worker(index: int, nprocs: int, port: str, script: str, argv: list[str]) ->
 def main() -> None:
     import torch.multiprocessing as mp
 
+    if os.environ.get("LAB_TRACEBACKS") == "rich":
+        # a script that installs rich's handler at its top does so in the parent that spawns too
+        from rich.traceback import install
+
+        install()
     nprocs, port, script, *argv = sys.argv[1:]
     mp.spawn(_worker, args=(int(nprocs), port, script, argv), nprocs=int(nprocs))
 
