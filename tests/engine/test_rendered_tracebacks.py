@@ -240,3 +240,33 @@ def test_rich_joins_each_line_of_a_message_that_quotes_a_traceback(tmp_path):
     lines = python_lines(as_python_tracebacks(rich))
     assert lines[-4:] == ["Traceback (most recent call last):", frame, "    fn(i, *args)", f"RuntimeError: {GLOO}"]
     assert lines[-6:-4] == ["RuntimeError:", "-- Process 1 terminated with the following error:"]
+
+
+# Colab's notebook traceback as it is copied from the page: IPython 7's frames, a cell's frame named
+# `<cell line: 1>`, and the library frames it folded (`9 frames`)
+COLAB = """\
+---------------------------------------------------------------------------
+RuntimeError                              Traceback (most recent call last)
+<ipython-input-5-2f4a8c1d9e7b> in <cell line: 1>()
+----> 1 trainer.train()
+
+9 frames
+/usr/local/lib/python3.10/dist-packages/torch/nn/functional.py in cross_entropy(input, target, weight)
+   3027     if size_average is not None or reduce is not None:
+-> 3029     return torch._C._nn.cross_entropy_loss(input, target, weight)
+   3030 
+
+RuntimeError: CUDA error: device-side assert triggered
+"""
+
+
+def test_a_colab_traceback_with_folded_frames_reads_as_pythons_own():
+    lines = python_lines(as_python_tracebacks(COLAB.encode()))
+    assert lines == [
+        "Traceback (most recent call last):",
+        '  File "<ipython-input-5-2f4a8c1d9e7b>", line 1, in <cell line: 1>',
+        "    trainer.train()",
+        '  File "/usr/local/lib/python3.10/dist-packages/torch/nn/functional.py", line 3029, in cross_entropy',
+        "    return torch._C._nn.cross_entropy_loss(input, target, weight)",
+        "RuntimeError: CUDA error: device-side assert triggered",
+    ]

@@ -14,8 +14,9 @@ a notebook says the same things in another shape:
   message a signature looks for is cut into lines.
 - IPython (a notebook cell's output, `%xmode Context`): a rule of dashes, then
   `Type    Traceback (most recent call last)`, each frame as `File p:N, in f(args)` or
-  `Cell In[5], line N` (IPython 7: `p in f(args)`), numbered source lines with `-->` at the line
-  that ran; the exception last, unwrapped.
+  `Cell In[5], line N` (IPython 7 and Colab: `p in f(args)`, `<ipython-input-5-…> in <cell line: 1>()`,
+  Colab's `9 frames` where it folded some), numbered source lines with `-->` at the line that ran;
+  the exception last, unwrapped.
 - Python itself, for an exception group (3.11+: asyncio's `TaskGroup`, anyio, trio): the group's
   traceback behind a margin, `  + Exception Group Traceback (most recent call last):`, `  | ` before
   its lines, then each sub-exception's whole traceback behind `    | `, between `+-+---- 1 ----`
@@ -57,7 +58,8 @@ _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?::(?: |$)|$)")
 _RECORD_START = re.compile(r"^(?:\d{4}-\d\d-\d\d|[IWEF]\d{4} \d\d:|\[\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d)")
 _IPYTHON_FRAME = re.compile(r"^File (?P<path>.+?):(?P<line>\d+)(?:, in (?P<name>[^\s(]+)(?:\(.*\))?)?$")
 _IPYTHON_CELL = re.compile(r"^Cell (?P<cell>In ?\[\d*\]), line (?P<line>\d+)$")
-_IPYTHON7_FRAME = re.compile(r"^(?P<path>\S+\.py|<ipython-input-[^>]*>) in (?P<name>[^\s(]+)(?:\(.*\))?$")
+_IPYTHON7_FRAME = re.compile(r"^(?P<path>\S+\.py|<ipython-input-[^>]*>) in (?P<name><[^>]*>|[^\s(]+)(?:\(.*\))?$")
+_COLLAPSED = re.compile(r"^\d+ frames?$")  # Colab folds a notebook traceback's library frames: `9 frames`
 _IPYTHON_CODE = re.compile(r"^(?:-+>|\s+)\s*(\d+)(?: (.*))?$")  # `--> 434 main()`, `    431 x = 1`
 
 
@@ -256,7 +258,8 @@ def _ipython(stream: _Stream, header: int) -> int:
                     said[at] = f'  File "{path}", line {code.group(1)}, in {name}'
                     pending = None
                 said.append("    " + (code.group(2) or "").strip())
-        elif stripped and stripped != "(...)" and not stripped.startswith("[... skipping hidden"):
+        elif stripped and stripped != "(...)" and not stripped.startswith("[... skipping hidden") \
+                and not _COLLAPSED.match(stripped):
             break  # the exception: as IPython printed it, which is as Python prints it
         region.append(index)
     stream.write(region, said)
