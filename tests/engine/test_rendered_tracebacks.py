@@ -270,3 +270,45 @@ def test_a_colab_traceback_with_folded_frames_reads_as_pythons_own():
         "    return torch._C._nn.cross_entropy_loss(input, target, weight)",
         "RuntimeError: CUDA error: device-side assert triggered",
     ]
+
+
+PACKAGE_EXCEPTION = '''\
+import sys
+sys.path.insert(0, sys.argv[1])
+from rich.traceback import install
+install()
+from %s import trace
+trace()
+'''
+
+
+def test_the_module_rich_leaves_out_is_put_back_where_the_frames_are_its_package(tmp_path):
+    """rich prints `UserError:` where Python prints `torch._dynamo.exc.UserError:`: the knowledge
+    base's signature needs the module, which is put back because a frame is in `torch/_dynamo/`;
+    a class of that name raised elsewhere is left as rich printed it."""
+    from firstfault.kb.loader import load_knowledge_base
+    from firstfault.pipeline import scanner_for
+
+    modules = scanner_for(load_knowledge_base()).matcher.exception_modules
+    assert modules["UserError"] == "torch._dynamo.exc"
+    message = "Could not guard on data-dependent expression u0 > 10000 (unhinted: u0 > 10000)"
+    printed_by = {}
+    for package, qualified in (("torch._dynamo", True), ("mylib.tools", False)):
+        root = tmp_path / package.replace(".", "_")
+        folder = root.joinpath(*package.split("."))
+        folder.mkdir(parents=True)
+        for level in range(len(package.split("."))):
+            root.joinpath(*package.split(".")[:level + 1], "__init__.py").touch()
+        (folder / "exc.py").write_text("class UserError(Exception):\n    pass\n")
+        (folder / "tracer.py").write_text(f"from .exc import UserError\n\n\ndef trace():\n    raise UserError({message!r})\n")
+        script = root / "train_step.py"
+        script.write_text(PACKAGE_EXCEPTION % f"{package}.tracer")
+        printed = subprocess.run([sys.executable, str(script), str(root)], capture_output=True, timeout=120,
+                                 env={k: v for k, v in os.environ.items() if k != "COLUMNS"}).stderr
+        assert b"\nUserError: " in printed  # as rich prints it
+        lines = python_lines(as_python_tracebacks(printed, modules))
+        exception = next(line for line in lines if "UserError: " in line)
+        assert exception.startswith("torch._dynamo.exc.UserError: ") == qualified, exception
+        printed_by[package] = printed
+    diagnosis = diagnose_texts([("rank0.log", printed_by["torch._dynamo"])])
+    assert diagnosis.primary.failure_id == "torch-compile-failure"

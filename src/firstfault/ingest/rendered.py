@@ -68,9 +68,12 @@ def may_hold_rendered(data: bytes) -> bool:
     return (b"call last)" in data or b"Exception Group" in data) and _HINT.search(data) is not None
 
 
-def as_python_tracebacks(data: bytes) -> bytes:
+def as_python_tracebacks(data: bytes, modules: dict[str, str] | None = None) -> bytes:
     """`data` with every rich, IPython or exception-group traceback written as Python prints a
-    traceback, line for line."""
+    traceback, line for line. `modules`: class name -> the module Python names it with (the
+    knowledge base's, `Matcher.exception_modules`): rich and IPython print `UserError:` where
+    Python prints `torch._dynamo.exc.UserError:`, and the module is put back when a frame of the
+    traceback is in that module's package (`.../torch/_dynamo/...`)."""
     starts = [(found.start(), found.group(1), _rich) for found in RICH_HEADER.finditer(data)]
     starts += [(found.start(), found.group(1), _ipython) for found in IPYTHON_HEADER.finditer(data)]
     # (a launcher prefix keeps the blank after it: `[rank0]: ` + `  + Exception Group ...`)
@@ -84,7 +87,7 @@ def as_python_tracebacks(data: bytes) -> bytes:
     for start, prefix, rewrite in sorted(starts):
         index = _line_at(offsets, start)
         if index > done.get(prefix, -1):
-            done[prefix] = rewrite(_Stream(lines, prefix), index)
+            done[prefix] = rewrite(_Stream(lines, prefix, modules or {}), index)
     return b"\n".join(lines)
 
 
@@ -105,8 +108,19 @@ class _Stream:
     In a console the ranks' lines interleave (torchrun's `--tee`, srun): a traceback is read in
     its own rank's lines, past the others'."""
 
-    def __init__(self, lines: list[bytes], prefix: bytes) -> None:
-        self.lines, self.prefix = lines, prefix
+    def __init__(self, lines: list[bytes], prefix: bytes, modules: dict[str, str]) -> None:
+        self.lines, self.prefix, self.modules = lines, prefix, modules
+
+    def named(self, exception: str, said: list[str]) -> str:
+        """The exception line with its class's module put back (see as_python_tracebacks), when
+        one of the traceback's frames `said` is in that module's package; else as it is."""
+        name = exception.split(":", 1)[0]
+        module = self.modules.get(name)
+        if module is None:
+            return exception
+        package = "/" + module.rpartition(".")[0].replace(".", "/") + "/"
+        framed = any(line.startswith('  File "') and package in line for line in said)
+        return f"{module}.{exception}" if framed else exception
 
     def body(self, index: int) -> str | None:
         """The line after the prefix, decoded, or None when it does not carry the prefix."""
@@ -162,7 +176,7 @@ def _rich(stream: _Stream, header: int) -> int:
         if body.startswith("╰"):
             said += _rich_frame(frame, inner)
             stream.write(region, said)
-            return _join_rich_message(stream, index, width)
+            return _join_rich_message(stream, index, width, said)
         content = body[2:-2] if body.endswith("│") else body[2:]
         code = _RICH_CODE.match(content)
         if not content.strip() or code or content.lstrip().startswith(("╭", "│", "╰", "[... ")):
@@ -193,7 +207,7 @@ def _rich_frame(pieces: list[str], inner: int) -> list[str]:
     return [f'  File "{path}", line {line}, in {name}']
 
 
-def _join_rich_message(stream: _Stream, box_end: int, width: int) -> int:
+def _join_rich_message(stream: _Stream, box_end: int, width: int, said: list[str]) -> int:
     """Join the lines of the exception after the box that rich word-wrapped at `width`, each on
     its first piece; the index of the message's last line. A message may hold lines of its own, a
     blank one, a whole traceback (`mp.spawn`'s ProcessRaisedException quotes the worker's): each is
@@ -205,6 +219,7 @@ def _join_rich_message(stream: _Stream, box_end: int, width: int) -> int:
         return box_end
     start, text = first
     piece, last = text, start
+    text = stream.named(text, said)
     for index, body in following:
         if len(body) > width or body.startswith("╭") or _RECORD_START.match(body):
             break
@@ -260,6 +275,8 @@ def _ipython(stream: _Stream, header: int) -> int:
                 said.append("    " + (code.group(2) or "").strip())
         elif stripped and stripped != "(...)" and not stripped.startswith("[... skipping hidden") \
                 and not _COLLAPSED.match(stripped):
+            if _EXCEPTION.match(body) and stream.named(body, said) != body:
+                stream.put(index, stream.named(body, said))  # the exception, its module put back
             break  # the exception: as IPython printed it, which is as Python prints it
         region.append(index)
     stream.write(region, said)

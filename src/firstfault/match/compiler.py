@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import cached_property
 
 from ..ingest.attribution import is_placeholder_host
 from ..model import Signature
@@ -117,6 +118,18 @@ class Matcher:
         self._python_for: dict[frozenset, _PythonPrefilter] = {}
         self._literal_owner: _PythonPrefilter | None = None
 
+    @cached_property
+    def exception_modules(self) -> dict[str, str]:
+        """Exception classes the signatures name with their module (`torch._dynamo.exc.UserError`):
+        class name -> module, for the names only one module gives. rich and IPython print a class
+        without its module; ingest/rendered.py puts it back where the frames show that package."""
+        found: dict[str, set[str]] = {}
+        for item in self.compiled:
+            for module, names in _QUALIFIED_CLASSES.findall(item.signature.pattern):
+                for name in filter(None, names.split("|")):
+                    found.setdefault(name, set()).add(module.replace("\\.", ".").rstrip("."))
+        return {name: modules.pop() for name, modules in found.items() if len(modules) == 1}
+
     # -- block interface ------------------------------------------------------------------
 
     def candidate_lines(self, data: bytes) -> tuple[dict[int, set[int]], bool | None, tuple | None]:
@@ -167,6 +180,11 @@ class Matcher:
 
 
 LITERAL_CHECK = -1  # candidate marker: check the literal signatures on this line
+
+
+# `torch\._dynamo\.exc\.(?P<exc_type>Unsupported|UserError)`, `triton\.compiler\.errors\.CompilationError`
+# in a signature's pattern: the module, and the class names after it
+_QUALIFIED_CLASSES = re.compile(r"((?:[a-z_][a-z0-9_]*\\\.){2,})(?:\(\?P<\w+>)?\(?((?:[A-Z][A-Za-z0-9]*\|?)+)")
 
 
 def spaced(data: bytes) -> bytes:

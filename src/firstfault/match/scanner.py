@@ -232,7 +232,7 @@ class Scanner:
         self._lookbacks = {}  # see _last_time_in: answers of this block's earlier lookbacks
         candidates, valid, hints = self.matcher.candidate_lines(data)
         if hints[2] if hints is not None else may_hold_rendered(data):
-            rewritten = as_python_tracebacks(data)
+            rewritten = as_python_tracebacks(data, self.matcher.exception_modules)
             if rewritten is not data:  # a traceback as rich or IPython prints it: read as Python's
                 block.rewrite(rewritten)
                 data = rewritten
