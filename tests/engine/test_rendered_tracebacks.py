@@ -312,3 +312,15 @@ def test_the_module_rich_leaves_out_is_put_back_where_the_frames_are_its_package
         printed_by[package] = printed
     diagnosis = diagnose_texts([("rank0.log", printed_by["torch._dynamo"])])
     assert diagnosis.primary.failure_id == "torch-compile-failure"
+
+
+def test_a_long_line_before_an_ipython_header_is_read_once():
+    """A header is found by its literal and read back to its class name: a 64 KiB line of word
+    characters (a minified JSON config, a base64 blob) before it is not searched from every start,
+    which took half a minute."""
+    blob = b"A" * 65536
+    text = blob + b"\n" + b"-" * 75 + b"\nRuntimeError    Traceback (most recent call last)\nFile /a.py:3, in f()\n" \
+           + blob + b" Traceback (most recent call last)\n"
+    rewritten = as_python_tracebacks(text)
+    assert rewritten.count(b"\n") == text.count(b"\n") and rewritten.startswith(blob + b"\n")
+    assert b'  File "/a.py", line 3, in f' in rewritten

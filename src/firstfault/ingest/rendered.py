@@ -41,8 +41,12 @@ from bisect import bisect_right
 
 RICH_HEADER = re.compile(rb"^(.*?)\xe2\x95\xad(?:\xe2\x94\x80)+ Traceback \(most recent call last\) (?:\xe2\x94\x80)+\xe2\x95\xae\r?$",
                          re.MULTILINE)
-IPYTHON_HEADER = re.compile(rb"^(.*?)[A-Za-z_][\w.]*? *Traceback \(most recent call last\)\r?$", re.MULTILINE)
-GROUP_HEADER = re.compile(rb"^(.*?)( *)\+ Exception Group Traceback \(most recent call last\):\r?$", re.MULTILINE)
+# IPython's header, `<prefix>RuntimeError      Traceback (most recent call last)`: found by its
+# literal, the class name and the prefix read back from there (a pattern that led with them would
+# try every start in a long line, quadratic in it)
+IPYTHON_HEADER = re.compile(rb"Traceback \(most recent call last\)\r?$", re.MULTILINE)
+_CLASS_NAME = re.compile(rb"[A-Za-z_][\w.]{0,200}$")
+GROUP_HEADER = re.compile(rb"\+ Exception Group Traceback \(most recent call last\):\r?$", re.MULTILINE)
 # what the fast engine looks for (a superset: the headers' common part with what follows it)
 HEADER_HINT = rb"Traceback \(most recent call last\)(?: \xe2\x94\x80|\r?\n)|Exception Group Traceback"
 _HINT = re.compile(HEADER_HINT)
@@ -50,6 +54,7 @@ _HINT = re.compile(HEADER_HINT)
 PYTHON_HEADER = "Traceback (most recent call last):"
 MAX_TRACEBACK_LINES = 5000  # a traceback longer than this is not read as one
 MAX_MESSAGE_LINES = 400  # an exception's message after rich's box is read this far at most
+MAX_HEADER_PREFIX = 400  # a header's launcher prefix and class name are shorter than this
 
 _RICH_CODE = re.compile(r"^(?:❱|\s)\s*(\d+) ?(.*)$")  # `  60 code`, `❱ 63 code`
 _RICH_FRAME = re.compile(r"^(?P<path>.+?):(?P<line>\d+) ?in ?(?P<name>\S+)$|^in (?P<name2>\S+):(?P<line2>\d+)$")
@@ -75,10 +80,8 @@ def as_python_tracebacks(data: bytes, modules: dict[str, str] | None = None) -> 
     Python prints `torch._dynamo.exc.UserError:`, and the module is put back when a frame of the
     traceback is in that module's package (`.../torch/_dynamo/...`)."""
     starts = [(found.start(), found.group(1), _rich) for found in RICH_HEADER.finditer(data)]
-    starts += [(found.start(), found.group(1), _ipython) for found in IPYTHON_HEADER.finditer(data)]
-    # (a launcher prefix keeps the blank after it: `[rank0]: ` + `  + Exception Group ...`)
-    starts += [(found.start(), found.group(1) + (b" " if found.group(1) and found.group(2) else b""), _group)
-               for found in GROUP_HEADER.finditer(data)]
+    starts += list(_ipython_headers(data))
+    starts += list(_group_headers(data))
     if not starts:
         return data
     lines = data.split(b"\n")
@@ -89,6 +92,29 @@ def as_python_tracebacks(data: bytes, modules: dict[str, str] | None = None) -> 
         if index > done.get(prefix, -1):
             done[prefix] = rewrite(_Stream(lines, prefix, modules or {}), index)
     return b"\n".join(lines)
+
+
+def _ipython_headers(data: bytes):
+    """(where the line starts, its prefix, _ipython) of each line that ends as IPython's header does:
+    a class name, blanks (none when the name is long), `Traceback (most recent call last)`."""
+    for found in IPYTHON_HEADER.finditer(data):
+        line_start = data.rfind(b"\n", 0, found.start()) + 1
+        if found.start() - line_start > MAX_HEADER_PREFIX:
+            continue
+        name = _CLASS_NAME.search(data[line_start:found.start()].rstrip(b" "))
+        if name is not None:
+            yield line_start, data[line_start:line_start + name.start()], _ipython
+
+
+def _group_headers(data: bytes):
+    """(where the line starts, its prefix, _group) of each exception group's header line; a
+    launcher prefix keeps the blank after it (`[rank0]: ` + `  + Exception Group ...`)."""
+    for found in GROUP_HEADER.finditer(data):
+        line_start = data.rfind(b"\n", 0, found.start()) + 1
+        head = data[line_start:found.start()]
+        prefix = head.rstrip(b" ")
+        if len(head) <= MAX_HEADER_PREFIX:
+            yield line_start, prefix + (b" " if prefix and prefix != head else b""), _group
 
 
 def _line_offsets(lines: list[bytes]) -> list[int]:
