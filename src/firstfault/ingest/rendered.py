@@ -322,7 +322,7 @@ def _previous(stream: _Stream, index: int) -> int | None:
 # -- exception groups ---------------------------------------------------------------------------
 
 _GROUP_MARGIN = re.compile(r"^ *\| ?(.*)$")  # `  | ` before a group's lines, `    | ` before a sub-exception's
-_GROUP_RULE = re.compile(r"^ *\+[-+ ]*(?:\d+|\.\.\. and \d+ more exceptions)?[- ]*\+?-*$")  # `  +-+---- 1 ----`, `    +------`
+_GROUP_RULE = re.compile(r"^ *\+[-+]*(?: ?(?:\d+|\.\.\.) ?[-+]*)?$")  # `  +-+---- 1 ----`, `    +------`
 
 
 def _group(stream: _Stream, header: int) -> int:
