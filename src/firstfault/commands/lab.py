@@ -14,7 +14,7 @@ NEEDS_TORCH = ("firstfault lab needs PyTorch (the CPU build is enough): "
 
 
 def register(subparsers) -> None:
-    from ..lab.layouts import LAYOUTS
+    from ..lab.layouts import LAYOUTS, TRACEBACK_RENDERERS
 
     lab = subparsers.add_parser("lab", help="reproduce failures with small real training jobs (needs PyTorch)")
     lab_sub = lab.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
@@ -32,7 +32,7 @@ def register(subparsers) -> None:
     run.add_argument("--layout", choices=LAYOUTS, default=None, help="how the logs are captured (scenario default)")
     run.add_argument("--out", metavar="DIR", default=None, help="where to keep the case (default: a new temporary folder)")
     run.add_argument("--fixed", action="store_true", help="apply the scenario's fix: the run should be healthy")
-    run.add_argument("--tracebacks", choices=("python", "rich"), default="python",
+    run.add_argument("--tracebacks", choices=TRACEBACK_RENDERERS, default="python",
                      help="how the script prints an uncaught exception: as Python does (default), or through rich's "
                           "handler, as `rich.traceback.install()` scripts and typer CLIs do (needs rich)")
     run.add_argument("--record", action="store_true",

@@ -85,6 +85,11 @@ class Block:
         return self.text.split("\n")
 
 
+COUNT_BY_DELETION_MIN = 1 << 20
+SAMPLE_BYTES = 65536
+LONG_LINE = 48  # bytes a line on average, from which deleting the line ends counts them faster
+
+
 def newlines(data: bytes) -> int:
     """How many '\n' `data` holds. `bytes.count` tests every byte (about 1.5 GB/s); deleting them
     with `bytes.replace` finds them with memchr first and, copy included, takes half as long when
@@ -95,11 +100,6 @@ def newlines(data: bytes) -> int:
     if data.count(b"\n", 0, sampled) * LONG_LINE > sampled:
         return data.count(b"\n")
     return len(data) - len(data.replace(b"\n", b""))
-
-
-COUNT_BY_DELETION_MIN = 1 << 20
-SAMPLE_BYTES = 65536
-LONG_LINE = 48  # bytes a line on average, from which deleting the line ends counts them faster
 
 
 def _open_binary(item: InputFile):

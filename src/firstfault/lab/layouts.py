@@ -149,6 +149,11 @@ def plan_launch(
     raise ValueError(f"unknown layout {layout!r}; choose from {', '.join(LAYOUTS)}")
 
 
+# how the training script prints an uncaught exception (`lab run --tracebacks`): as Python does, or
+# through rich's handler (train.py and spawn_launch.py read LAB_TRACEBACKS)
+TRACEBACK_RENDERERS = ("python", "rich")
+
+
 def base_env() -> dict:
     """The environment every process gets: ours, minus anything that would change torch's behaviour."""
     env = {key: value for key, value in os.environ.items()

@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 
 from . import drivers, processes
-from .layouts import LAYOUT_HELP, LaunchPlan, base_env, plan_launch
+from .layouts import LAYOUT_HELP, TRACEBACK_RENDERERS, LaunchPlan, base_env, plan_launch
 from .scenarios import Scenario
 from .slurm import JobOutput, SlurmJob
 
@@ -32,7 +32,6 @@ SCRIPT = str(Path(__file__).with_name("train.py"))
 RANK_INFO_ENV = "RANK_INFO_DIR"  # train.py writes each rank's node and pid there (truth for twonode runs)
 TRACEBACKS_ENV = "LAB_TRACEBACKS"  # train.py prints an uncaught exception through this renderer (rich)
 RECORD_ENV = "LAB_RECORD"  # train.py's entry point is decorated with torch's @record when "1"
-TRACEBACK_RENDERERS = ("python", "rich")
 MARKER = "reached-step"  # rank 0 reached --marker-step, or an injected fault fired (--fault-marker)
 
 
