@@ -42,7 +42,7 @@ STACKS: tuple[Stack, ...] = (
           r"transformers/trainer\.py|\*{5} Running training \*{5}|\{'train_runtime': "),
     Stack("accelerate", "HF Accelerate", ("hf-accelerate",),
           r"(?:site|dist)-packages/accelerate/|\baccelerate launch\b|\baccelerate\.(?:utils|state|accelerator)\b"),
-    Stack("lightning", "Lightning", (),
+    Stack("lightning", "Lightning", ("lightning",),
           r"(?:pytorch_lightning|lightning/(?:pytorch|fabric))/|\blightning\.(?:pytorch|fabric)\b"
           r"|LOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES|[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK"),
     # (spelled out, not `megatron[/.](?:core|...)`: a logger name on every line of a Megatron log

@@ -21,7 +21,7 @@ SYSTEMS = (
 )
 FIX_STACKS = (
     "general", "pytorch", "hf-trainer", "hf-accelerate", "deepspeed", "megatron-lm", "vllm",
-    "nccl", "slurm", "kubernetes", "docker", "ray",
+    "nccl", "slurm", "kubernetes", "docker", "ray", "lightning",
 )
 ACTIONS = ("restart", "exclude-host-and-restart", "fix-and-rerun")
 DEFAULT_ACTION = "fix-and-rerun"
