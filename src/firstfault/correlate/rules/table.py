@@ -15,7 +15,7 @@ from .progress import hang_unattributed, hung, outlived_by_progress, silent_firs
 from .rank import (complement, every_rank_alike, launcher_first, mismatch_no_odd_one, needs_rank, odd_one_out, only_process, rank_from_bus, rank_from_device_event,
                    rank_from_device_index, rank_from_pid, same_fault_nearby)
 from .teardown import (after_first_timeout, after_launcher_report, after_own_failure, explained_by_another, loopback_across_hosts,
-                       waiting_for_failed_rank)
+                       sigterm_from_the_launcher, waiting_for_failed_rank)
 
 
 def _undecided(facts: Facts, decision: Decision) -> bool:
@@ -29,7 +29,8 @@ def _failure(facts: Facts, decision: Decision) -> bool:
 STAGES: tuple[Stage, ...] = (
     Stage("ending", (job_finished,), first_only=True),
     Stage("healthy", (survived_errors,), first_only=True, when=_undecided),
-    Stage("filter", (restarted_and_went_on, finished_after_it, loopback_across_hosts, after_first_timeout, after_own_failure, after_launcher_report, outlived_by_progress,
+    Stage("filter", (restarted_and_went_on, finished_after_it, loopback_across_hosts, after_first_timeout, after_own_failure,
+                     sigterm_from_the_launcher, after_launcher_report, outlived_by_progress,
                      stop_after_fault, stop_ended_hang, waiting_for_failed_rank, explained_by_another),
           when=_undecided),
     Stage("primary", (aborted_together, specific_symptom, earliest_root, strongest_symptom), first_only=True, when=_undecided),

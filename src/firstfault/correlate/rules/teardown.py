@@ -125,6 +125,32 @@ def after_launcher_report(facts: Facts, decision: Decision) -> Decision | None:
                      "came after the launcher reported a worker failing: they are teardown")
 
 
+# preempted-sigterm's signatures: a process reporting the SIGTERM it got (Lightning's signal
+# connector, abseil's handler), and those that say the launcher or the scheduler was told to stop
+SIGTERM_RECEIVED = "sigterm-received"
+JOB_STOPPED_FROM_OUTSIDE = ("agent-death-signal", "signal-exception", "slurm-cancelled-due-to", "submitit-preempted")
+
+
+@rule("sigterm-from-the-launcher")
+def sigterm_from_the_launcher(facts: Facts, decision: Decision) -> Decision | None:
+    """A rank that reports the SIGTERM it got, in a job whose launcher said it was stopping its
+    workers with SIGTERM (`Sending process P closing signal SIGTERM`) and was not itself told to
+    stop (no death signal of its own, no scheduler's cancel), got that SIGTERM from the launcher:
+    the report is the launcher's teardown after another worker failed, not a preemption. (The
+    report's line often carries no time of its own, so the launcher-report rule cannot place it.)"""
+    stopping = [match for match in facts.matches if match.signature.name == CLOSING_SIGNAL]
+    if not stopping or any(match.signature.name in JOB_STOPPED_FROM_OUTSIDE for match in facts.matches):
+        return None
+
+    def from_launcher(match: Match) -> bool:
+        return match.signature.name == SIGTERM_RECEIVED and match.line.origin.rank is not None
+
+    roots = tuple(incident for incident in decision.roots if not from_launcher(incident.first))
+    symptoms = tuple(match for match in decision.symptoms if not from_launcher(match))
+    return _dropping(decision, roots, symptoms, min(stopping, key=time_key), "sigterm-from-the-launcher",
+                     "are ranks reporting the SIGTERM their launcher sent them while it stopped its workers")
+
+
 EXPLAINED_SLACK_SECONDS = 5.0  # host clocks differ; a cause logged a little after its effect still explains it
 
 
