@@ -9,6 +9,7 @@ from ...model import Match
 from ..events import time_key
 from ..facts import SIGTERM_CODES, Facts
 from ..identity import TABLE_EXIT_ROW
+from ..ids import PEER_CRASH
 from . import Decision, rule
 
 SURVIVABLE_WEIGHT = 0.7  # errors this generic can be caught and logged by a healthy run
@@ -106,6 +107,55 @@ _DIGITS = re.compile(r"\d+")
 
 def _statement_key(match) -> tuple:
     return match.signature.name, match.line.origin.source, _DIGITS.sub("#", match.line.text)
+
+
+@rule("peer-vanished")
+def peer_vanished(facts: Facts, decision: Decision) -> Decision | None:
+    """No error of a rank's own, and every rank of the job but one ended waiting for a peer (its
+    connection closed or reset, or a timeout): that one rank, which printed no error at all, is the
+    peer whose process ended. Nothing in these logs says how (no launcher, shell or scheduler
+    reported it: Lightning's and accelerate's own launchers, a pod's entrypoint). With one rank
+    waiting, the job's size must be declared (`Starting with 2 processes`): the others could be
+    ranks that never printed."""
+    from ..rank_table import WAITING
+    from .hang import hang_decision, own_line
+
+    if decision.roots or decision.symptoms:
+        return None
+    rows = facts.rows
+    waiting = [rank for rank, row in rows.items() if row.ended in WAITING]
+    others = [rank for rank, row in rows.items() if row.ended not in WAITING]
+    declared = facts.identity.world is not None and facts.identity.world.size == len(rows)
+    if len(others) != 1 or not waiting or (len(waiting) < 2 and not declared):
+        return None
+    rank = others[0]
+    if rows[rank].first_error is not None or rows[rank].ended not in ("silent", "unknown"):
+        return None
+    anchor = own_line(facts, rank, PEER_CRASH) or _declaration_of(facts, rank)
+    if anchor is None:
+        return None  # no line of its own to point at: the report says what cannot be told
+    first_wait = min((rows[r].ended_match for r in waiting), key=time_key)
+    size = f"the {len(rows)} the job declared" if declared else f"the {len(rows)} the logs show"
+    reason = (f"rank {rank} printed no error while every other rank of {size} lost it as a peer (first: rank "
+              f"{first_wait.line.origin.rank}); its process ended without a trace in these logs (killed, or crashed "
+              f"in native code): look at its exit code, dmesg and the node's memory")
+    return hang_decision(facts, decision, "peer-vanished", PEER_CRASH, rank, reason, anchor, cited=[first_wait])
+
+
+def _declaration_of(facts: Facts, rank: int) -> Match | None:
+    """The line where a rank declared itself (`Initializing distributed: GLOBAL_RANK: 0`), as a line
+    of that rank: in a console several processes share, the only line some ranks can be told by."""
+    from dataclasses import replace
+
+    from ...match.context import RANK_DECLARED
+    from ..identity import declared_rank
+
+    for match in facts.matches:
+        if match.signature.name == RANK_DECLARED and declared_rank(match.captures) == rank:
+            signature = replace(match.signature, entry_id=PEER_CRASH, role="symptom",
+                                message="rank {rank} started here, then printed nothing more")
+            return replace(match, signature=signature, line=replace(match.line, origin=replace(match.line.origin, rank=rank)))
+    return None
 
 
 @rule("nothing-failed")
