@@ -1,0 +1,107 @@
+"""Run framework jobs with planted faults; write each as a labelled case (id/logs, case.yaml)."""
+import os, signal, subprocess, sys, time, shutil
+from pathlib import Path
+import yaml
+
+# the virtualenv with torch, lightning, transformers and accelerate (see README.md)
+BIN = os.path.join(os.environ.get("FRAMEWORK_VENV", "/tmp/fw"), "bin"); PY = os.path.join(BIN, "python")
+LAB = os.path.dirname(os.path.abspath(__file__))
+OUT = Path(sys.argv[1]); OUT.mkdir(parents=True, exist_ok=True)
+PEER = ["collective-timeout-peer-crash"]
+TRUTH = {  # fault: class, also_acceptable, has initiating rank, what was done
+    "index": ("user-code-exception", PEER, True, "At global step {step} rank {rank}'s training step mapped its label ids through a label list with an offset past its end and raised 'IndexError: list index out of range'."),
+    "target": ("user-code-exception", PEER, True, "At global step {step} rank {rank}'s batch had a label id 9 for a 4-class head; F.cross_entropy raised 'IndexError: Target 9 is out of bounds'."),
+    "dskey": ("user-code-exception", PEER, True, "Rank {rank}'s dataset had records without their label (every index 7 mod 50); the record's lookup raised KeyError when the DataLoader reached it."),
+    "sigkill": ("host-oom-killed", PEER, True, "At global step {step} rank {rank} was killed with SIGKILL (what the kernel OOM killer sends), leaving no traceback."),
+    "segv": ("collective-timeout-peer-crash", ["native-crash"], True, "At global step {step} rank {rank} read through a NULL pointer (ctypes.string_at(0)) and died of SIGSEGV."),
+    "diskfull": ("disk-full", PEER, True, "At global step {step} rank {rank} saved a state file to /dev/full (ENOSPC)."),
+    "import": ("python-import-error", PEER, True, "At global step {step} rank {rank} imported flash_attn_interface, which is not installed (ModuleNotFoundError)."),
+    "inplace": ("autograd-inplace", PEER, True, "Rank {rank}'s forward multiplies the sigmoid output in place (g.mul_(0.5)), which sigmoid's backward needs; its first backward raised 'one of the variables needed for gradient computation has been modified by an inplace operation'."),
+    "unused": ("ddp-unused-parameters", [], False, "The model has an auxiliary head that never reaches the loss and DDP was built without find_unused_parameters; every rank raised 'Expected to have finished reduction' at the second step."),
+    "barrier": ("collective-mismatch", [], True, "After epoch 0 rank {rank} alone called torch.distributed.barrier() 'waiting for the metrics writer' inside `if rank == ...`; from then on its collectives no longer matched the others'."),
+    "nan": ("loss-nan", [], False, "At global step {step} rank {rank}'s logits were multiplied by inf, so its loss was NaN; the logged train_loss is synced over ranks, and EarlyStopping(check_finite=True) stopped the run at the end of the epoch. The logs cannot tell which rank's loss was NaN."),
+    "resume": ("state-dict-mismatch", PEER, False, "The job resumed (ckpt_path=) from a checkpoint written by a model with hidden size 48, where the model has 64; every rank loads it and raised 'Error(s) in loading state_dict ... size mismatch'."),
+    "sigterm": ("preempted-sigterm", [], False, "The driver sent SIGTERM {target} 7 s after start, in the middle of training, as a scheduler preempting the job does. No rank started it."),
+    "none": ("healthy", [], False, "No fault was injected; the run finished."),
+}
+FLAGS = {"inplace": ["--inplace"], "unused": ["--unused"], "barrier": ["--barrier"], "nan": ["--finite-check"],
+         "dskey": ["--workers", "1"]}
+
+
+def command(layout, ws, port, fault, rank, step, work):
+    fault_arg = "none" if fault in ("inplace", "unused", "barrier", "resume", "sigterm") else fault
+    common = ["--fault", fault_arg, "--rank", str(rank), "--step", str(step), *FLAGS.get(fault, [])]
+    if fault == "sigterm":
+        common += ["--epochs", "200"]
+    if fault == "resume":
+        common += ["--resume", f"{work}/last.ckpt"]
+    tr = [f"{BIN}/torchrun", "--nproc-per-node", str(ws), "--master-addr", "127.0.0.1", "--master-port", str(port)]
+    if layout == "lit-sub":
+        return [PY, f"{LAB}/lit.py", "--devices", str(ws), *common], {"MASTER_PORT": str(port)}
+    if layout == "lit-tqdm":
+        return [PY, f"{LAB}/lit.py", "--devices", str(ws), "--bar", "tqdm", *common], {"MASTER_PORT": str(port)}
+    if layout == "lit-spawn":
+        return [PY, f"{LAB}/lit.py", "--devices", str(ws), "--strategy", "ddp_spawn", *common], {"MASTER_PORT": str(port)}
+    if layout == "lit-torchrun":
+        return [*tr, "--tee", "3", f"{LAB}/lit.py", "--devices", str(ws), *common], {}
+    if layout == "hf-torchrun":
+        return [*tr, "--tee", "3", f"{LAB}/hf.py", *common], {}
+    if layout == "hf-accelerate":
+        return [f"{BIN}/accelerate", "launch", "--multi_gpu", "--num_processes", str(ws), "--num_machines", "1",
+                "--main_process_port", str(port), "--mixed_precision", "no", "--dynamo_backend", "no",
+                f"{LAB}/hf.py", *common], {}
+    raise SystemExit(layout)
+
+
+def run(layout, fault, ws, rank, step, port):
+    cid = f"{layout}-{fault}-ws{ws}-r{rank}" if TRUTH[fault][2] else f"{layout}-{fault}-ws{ws}"
+    case = OUT / cid
+    if case.exists():
+        shutil.rmtree(case)
+    logs = case / "logs"; logs.mkdir(parents=True)
+    work = Path(f"/tmp/fwwork/{cid}"); shutil.rmtree(work, ignore_errors=True); work.mkdir(parents=True)
+    if fault == "resume":
+        subprocess.run([PY, f"{LAB}/lit.py", "--hidden", "48", "--save", f"{work}/last.ckpt", "--devices", "1"],
+                       check=True, capture_output=True, cwd=work)
+    argv, env_extra = command(layout, ws, port, fault, rank, step, work)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FIRSTFAULT", "OMP"))}
+    env.update(env_extra, HOME="/tmp/fwhome", PYTHONDONTWRITEBYTECODE="1")
+    start = time.time()
+    with open(logs / "console.log", "wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=work, env=env, start_new_session=True)
+        target = ""
+        try:
+            if fault == "sigterm":
+                time.sleep(7)
+                if layout.startswith("lit-sub") or layout == "lit-tqdm":
+                    os.killpg(proc.pid, signal.SIGTERM); target = "to every process of the job (its process group)"
+                else:
+                    proc.send_signal(signal.SIGTERM); target = "to the launcher"
+            rc = proc.wait(timeout=150)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL); rc = "killed after 150 s by the driver"
+    cls, also, has_rank, what = TRUTH[fault]
+    what = what.format(step=step, rank=rank, target=target)
+    launch = " ".join(a.replace(LAB + "/", "") for a in argv[:1] + argv[1:])
+    spec = {
+        "id": cid, "provenance": "real-run",
+        "source": f"tools/framework-lab/drive.py, 2026-12-06 (twelfth session): {layout}, {ws} ranks "
+                  f"(torch 2.13.0+cpu, lightning 2.6.6, transformers 5.25.0, accelerate 1.16.0; CPU, gloo)",
+        "expect": {"class": cls, "also_acceptable": also,
+                   "initiating_rank": rank if has_rank else None, "initiating_host": None,
+                   "collateral_ranks": [r for r in range(ws) if r != rank] if has_rank else []},
+        "notes": f"Injected: {what} Launch: {launch}; the combined console in logs/console.log. Observed exit "
+                 f"code: {rc}; {time.time() - start:.0f} s. Real run; log contents are unedited.",
+    }
+    (case / "case.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, width=110))
+    size = sum(p.stat().st_size for p in case.rglob("*") if p.is_file())
+    print(f"{cid} rc={rc} {time.time() - start:.0f}s {size // 1024} kB", flush=True)
+
+
+if __name__ == "__main__":
+    port = 29700
+    for line in Path(sys.argv[2]).read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            layout, fault, ws, rank, step = line.split()
+            port += 3
+            run(layout, fault, int(ws), int(rank), int(step), port)
