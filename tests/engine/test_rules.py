@@ -102,6 +102,34 @@ def test_teardown_after_launcher_report_counts_its_sigterms_to_the_workers():
     assert [incident.failure_id for incident in decided.roots] == ["preempted-sigterm"]
 
 
+def test_sigterm_from_the_launcher_is_the_teardown_of_a_worker_that_crashed():
+    """Rank 1 segfaulted; torchrun sent rank 0 SIGTERM and rank 0's Lightning printed `Received
+    SIGTERM: 15` on a line with no time of its own: that is the launcher stopping it, not a
+    preemption, so rank 1's signal death is what is left."""
+    closing = hit("torchelastic-child-failed", 32, source="console.log", role="collateral", name="closing-signal",
+                  time=45.10, text="Sending process 26710 closing signal SIGTERM")
+    received = hit("preempted-sigterm", 33, rank=0, source="console.log", name="sigterm-received", weight=0.8,
+                   time=45.10, inherited=True, text="[default0]:[rank: 0] Received SIGTERM: 15")
+    crash = hit("native-crash", 238, rank=1, source="console.log", role="symptom", weight=0.52, time=45.80,
+                text="failed (exitcode: -11) local_rank: 1 (pid: 26711)")
+    built = facts([closing, received, crash])
+    decided = rule("sigterm-from-the-launcher").apply(built, start(built))
+    assert [incident.failure_id for incident in decided.roots] == []
+    assert [match.entry_id for match in decided.symptoms] == ["native-crash"]
+
+
+def test_sigterm_from_the_launcher_leaves_a_launcher_that_was_itself_stopped():
+    """The agent got SIGTERM first (`Received Signals.SIGTERM death signal`): the job was
+    preempted, and the ranks' reports of the SIGTERM it passed on are that preemption."""
+    stop = hit("preempted-sigterm", 10, source="console.log", name="agent-death-signal", time=44.0,
+               text="Received Signals.SIGTERM death signal, shutting down workers")
+    closing = hit("torchelastic-child-failed", 11, source="console.log", role="collateral", name="closing-signal", time=44.0)
+    received = hit("preempted-sigterm", 12, rank=0, source="console.log", name="sigterm-received", weight=0.8, time=44.0,
+                   text="[default0]:[rank: 0] Received SIGTERM: 15")
+    built = facts([stop, closing, received])
+    assert rule("sigterm-from-the-launcher").apply(built, start(built)) is None
+
+
 def test_teardown_after_own_failure_drops_the_signal_death_of_a_rank_that_had_lost_its_peer():
     """srun reports `task 2: Aborted` after rank 2 printed that its Gloo peer closed the connection
     (a C++ terminate while it tore down): not a native crash of its own; rank 3's, with no wait
@@ -313,6 +341,39 @@ def test_hang_never_joined_anchors_on_the_ranks_own_last_line():
     decided = rule("hang-never-joined").apply(built, start(built))
     assert decided.initiating.line.origin.rank == 0
     assert "syncing checkpoint" in decided.initiating.line.text
+
+
+def _lost_peer(line, rank):
+    return hit("collective-timeout-peer-crash", line, rank=rank, source="console.log", role="collateral", weight=0.6,
+               text=f"[rank{rank}]: RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:38038")
+
+
+def test_peer_vanished_names_the_one_rank_that_printed_no_error():
+    """Lightning's own launcher: rank 0 segfaulted and nothing reported it; ranks 1 and 2 of the
+    three the job declared lost their peer. Rank 0 is named, pointed at by its start-up line."""
+    declared = context("rank-declared", 5, source="console.log", captures={"global": "0"},
+                       text="Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/3")
+    world = IdentityMap(world=WorldSize(3, "All distributed processes registered. Starting with 3 processes"))
+    built = facts([declared, _lost_peer(169, 2), _lost_peer(308, 1)], ranks=(1, 2), identity=world)
+    decided = rule("peer-vanished").apply(built, start(built))
+    assert decided.primary == "collective-timeout-peer-crash"
+    assert decided.initiating.line.origin.rank == 0 and decided.initiating.line.origin.line == 5
+
+
+def test_peer_vanished_needs_the_size_declared_when_one_rank_waited():
+    """One rank lost a peer and the job's size is not declared: the silent rank seen could be one
+    of many that never printed, so no rank is named; nor when the silent rank raised an error of
+    its own."""
+    declared = context("rank-declared", 7, source="console.log", captures={"global": "1"},
+                       text="Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2")
+    undeclared = facts([declared, _lost_peer(169, 0)], ranks=(0, 1))
+    assert rule("peer-vanished").apply(undeclared, start(undeclared)) is None
+    world = IdentityMap(world=WorldSize(2, "Starting with 2 processes"))
+    own = hit("user-code-exception", 120, rank=1, source="console.log", text="[rank1]: IndexError: list index out of range")
+    raised = facts([declared, own, _lost_peer(169, 0)], ranks=(0, 1), identity=world)
+    assert rule("peer-vanished").apply(raised, start(raised)) is None
+    silent = facts([declared, _lost_peer(169, 0)], ranks=(0, 1), identity=world)
+    assert rule("peer-vanished").apply(silent, start(silent)).initiating.line.origin.rank == 1
 
 
 def test_hang_silent_first_the_rank_the_others_went_past():
