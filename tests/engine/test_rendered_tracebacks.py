@@ -155,6 +155,8 @@ def test_text_without_a_rendered_traceback_is_returned_as_it_is():
     "│ ❱ 3 │   x()                                 │", "│                                            │", "╰────╯",
     "RuntimeError: boom", "-" * 75, "KeyError            Traceback (most recent call last)", "File /a.py:3, in f()",
     "----> 3 x()", "      2 y = 1", "", "[rank0]: ", "plain text", "│", "╰", "╭── Traceback (most recent call last) ──╮",
+    "Epoch 1/9 ━━╸ 3/8 0:00:01 • 0:00:02 9.50it/s loss:", "                                             1.25",
+    "                                             v_num:", "loss: nan",
 ]), max_size=40), st.sampled_from(["", "[default0]:[rank0]: ", "3: "]))
 def test_any_text_keeps_its_line_count_and_never_raises(pieces, prefix):
     text = "\n".join(prefix + piece for piece in pieces).encode()
@@ -323,3 +325,40 @@ def test_a_long_line_before_an_ipython_header_is_read_once():
     rewritten = as_python_tracebacks(text)
     assert rewritten.count(b"\n") == text.count(b"\n") and rewritten.startswith(blob + b"\n")
     assert b'  File "/a.py", line 3, in f' in rewritten
+
+
+# Lightning's rich progress bar, as a real Lightning 2.6 run printed it to a file (the real fixture
+# lit-sub-nan-ws2): the metrics column, each value on the line under its name
+LIGHTNING_RUN = Path(__file__).resolve().parent.parent / "fixtures" / "real" / "lit-sub-nan-ws2" / "logs" / "console.log"
+
+
+def _bar_region(prefix: str = "") -> bytes:
+    lines = LIGHTNING_RUN.read_text(encoding="utf-8").split("\n")
+    start = next(index for index, line in enumerate(lines) if line.startswith("Epoch 0/2"))
+    return "\n".join(prefix + line for line in lines[start:start + 6]).encode()
+
+
+@pytest.mark.parametrize("prefix", ["", "[default0]:"])
+def test_a_rich_progress_bars_metrics_are_joined_onto_its_line(prefix):
+    region = _bar_region(prefix)
+    joined = as_python_tracebacks(region).decode().split("\n")
+    assert joined[0].startswith(prefix + "Epoch 0/2")
+    assert joined[0].endswith("it/s train_loss_step: nan train_loss_epoch: nan")
+    assert joined[1:4] == ["", "", ""] and joined[4].endswith("training finished")
+    assert len(joined) == region.count(b"\n") + 1
+
+
+def test_a_line_under_the_bar_at_another_column_is_not_a_cell():
+    region = _bar_region().decode().split("\n")
+    region[1] = "nan"  # not under the name: some other line
+    text = "\n".join(region).encode()
+    assert as_python_tracebacks(text) == text
+
+
+def test_a_bars_wrapped_time_column_does_not_stop_the_join():
+    """The bar ran out of width and rich wrapped its time-left column under itself: that line
+    holds the first value too (a real Lightning run, lit-spawn-sigterm-after-fit-ws2)."""
+    run = LIGHTNING_RUN.parent.parent.parent / "lit-spawn-sigterm-after-fit-ws2" / "logs" / "console.log"
+    joined = as_python_tracebacks(run.read_bytes()).decode().split("\n")
+    bar = next(line for line in joined if line.startswith("Epoch 199/199"))
+    assert bar.endswith("it/s train_loss_step: 0.004 train_loss_epoch: 0.005")

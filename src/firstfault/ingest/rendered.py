@@ -48,7 +48,8 @@ IPYTHON_HEADER = re.compile(rb"Traceback \(most recent call last\)\r?$", re.MULT
 _CLASS_NAME = re.compile(rb"[A-Za-z_][\w.]{0,200}$")
 GROUP_HEADER = re.compile(rb"\+ Exception Group Traceback \(most recent call last\):\r?$", re.MULTILINE)
 # what the fast engine looks for (a superset: the headers' common part with what follows it)
-HEADER_HINT = rb"Traceback \(most recent call last\)(?: \xe2\x94\x80|\r?\n)|Exception Group Traceback"
+# (and the metrics column of a rich progress bar: a bar's line ends in a metric's name, below)
+HEADER_HINT = rb"Traceback \(most recent call last\)(?: \xe2\x94\x80|\r?\n)|Exception Group Traceback|it/s [\w./-]+: *\r?\n"
 _HINT = re.compile(HEADER_HINT)
 
 PYTHON_HEADER = "Traceback (most recent call last):"
@@ -69,19 +70,22 @@ _IPYTHON_CODE = re.compile(r"^(?:-+>|\s+)\s*(\d+)(?: (.*))?$")  # `--> 434 main(
 
 
 def may_hold_rendered(data: bytes) -> bool:
-    """Whether `data` may hold a rendered traceback (the test the fast engine makes in its pass)."""
-    return (b"call last)" in data or b"Exception Group" in data) and _HINT.search(data) is not None
+    """Whether `data` may hold a rendered traceback or progress bar (the test the fast engine
+    makes in its pass)."""
+    return (b"call last)" in data or b"Exception Group" in data or b"it/s " in data) and _HINT.search(data) is not None
 
 
 def as_python_tracebacks(data: bytes, modules: dict[str, str] | None = None) -> bytes:
     """`data` with every rich, IPython or exception-group traceback written as Python prints a
-    traceback, line for line. `modules`: class name -> the module Python names it with (the
+    traceback, line for line (and a rich progress bar's metrics joined onto its line, `_progress`). `modules`: class name -> the module Python names it with (the
     knowledge base's, `Matcher.exception_modules`): rich and IPython print `UserError:` where
     Python prints `torch._dynamo.exc.UserError:`, and the module is put back when a frame of the
     traceback is in that module's package (`.../torch/_dynamo/...`)."""
     starts = [(found.start(), found.group(1), _rich) for found in RICH_HEADER.finditer(data)]
     starts += list(_ipython_headers(data))
     starts += list(_group_headers(data))
+    if b"it/s " in data:
+        starts += [(found.start(), found.group(1), _progress) for found in PROGRESS_BAR.finditer(data)]
     if not starts:
         return data
     lines = data.split(b"\n")
@@ -184,6 +188,47 @@ class _Stream:
             self.put(index, "")
         for index, text in zip(indices[len(indices) - len(said):], said):
             self.put(index, text)
+
+
+# -- rich's progress bar -------------------------------------------------------------------------
+
+# Lightning's RichProgressBar (its default bar when rich is installed) prints the metrics as a
+# column of cells: the bar's line ends in the first metric's name, each value is on the line under
+# its name, at the name's column, then the next name, and so on:
+#     Epoch 0/2  ━━━━━━━━━ 8/8 0:00:00 • 0:00:00 148.22it/s train_loss_step:
+#                                                           nan
+#                                                           train_loss_epoch:
+#                                                           nan
+# The names and values are put back on the bar's line (`train_loss_step: nan train_loss_epoch: nan`),
+# where the signatures and the progress rules read a metric.
+PROGRESS_BAR = re.compile(rb"^((?:\[[\w.:-]{1,40}\]: ?|\d{1,5}: )*).*?it/s [\w./-]+: *\r?$", re.MULTILINE)
+MAX_CELLS = 64  # a bar's metrics, names and values
+
+
+def _progress(stream: _Stream, bar_index: int) -> int:
+    """Join the metrics column under the bar at `bar_index`; the index of its last cell."""
+    bar = (stream.body(bar_index) or "").rstrip()
+    column = len(bar) - len(bar.rsplit(" ", 1)[-1])  # where the first metric's name starts
+    said, last, value_next = [bar], bar_index, True
+    for index, body in stream.following(bar_index):
+        cell = _cell(body, column)
+        if cell is None or cell.endswith(":") == value_next or len(said) > MAX_CELLS:
+            break
+        said.append(cell)
+        stream.put(index, "")
+        last, value_next = index, not value_next
+    if last != bar_index:
+        stream.put(bar_index, " ".join(said))
+    return last
+
+
+def _cell(body: str, column: int) -> str | None:
+    """The one word a line has at the metrics' column; what is left of it may only be blanks or
+    another column's wrapped numbers (the time left, `0:00:00`, when the bar ran out of width)."""
+    head, word = body[:column], body[column:].rstrip()
+    if not word or " " in word or word[0] == " " or (head and head[-1] != " ") or any(char.isalpha() for char in head):
+        return None
+    return word
 
 
 # -- rich ---------------------------------------------------------------------------------------
