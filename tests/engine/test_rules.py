@@ -579,6 +579,19 @@ def test_every_rank_alike_names_no_rank_when_each_raised_it_first():
     assert apply(apart, range(3), alike[0]) is None  # rank 2 five minutes later: not one shared cause
 
 
+def test_every_rank_alike_with_no_activity_reads_the_ranks_the_input_shows():
+    """A console whose only rank-prefixed lines are the ranks' tracebacks (the HF Trainer under
+    torchrun, offline): no activity stream has a rank, so the ranks the input shows are those that
+    must all have raised it; with rank 2 in the input and silent, not every rank raised it."""
+    text = "OSError: We couldn't connect to 'https://huggingface.co' to load the files"
+    alike = [hit("hub-unreachable", 71 + 49 * r, rank=r, time=100.0 + r / 5, source="console.log", text=text) for r in range(2)]
+    built = facts(alike, ranks=(0, 1))
+    decided = rule("every-rank-alike").apply(built, _decided(alike[1], built))
+    assert decided.rank_decided and decided.initiating.line.origin.rank is None
+    wider = facts(alike, ranks=(0, 1, 2))
+    assert rule("every-rank-alike").apply(wider, _decided(alike[1], wider)) is None
+
+
 def test_every_rank_alike_leaves_a_disagreement_to_its_odd_one():
     """Every rank reports a collective mismatch, but rank 2's own collective differs: alike in kind
     only, so the rule leaves the rank that odd-one-out kept."""

@@ -101,7 +101,10 @@ def _first_error_of_each_rank(facts: Facts) -> dict[int, Match]:
 
 
 def _ranks_seen(facts: Facts) -> set[int]:
-    return {stream.rank for stream in facts.activity if stream.rank is not None}
+    """The ranks whose lines the logs hold: those of the activity streams; the ranks the input
+    shows when no stream has a rank (a console whose only prefixed lines are the ranks' errors)."""
+    streams = {stream.rank for stream in facts.activity if stream.rank is not None}
+    return streams or set(facts.inputs.ranks)
 
 
 def _same_event(facts: Facts, initiating: Match) -> list[Match]:
