@@ -23,18 +23,26 @@ TRUTH = {  # fault: class, also_acceptable, has initiating rank, what was done
     "resume": ("state-dict-mismatch", PEER, False, "The job resumed (ckpt_path=) from a checkpoint written by a model with hidden size 48, where the model has 64; every rank loads it and raised 'Error(s) in loading state_dict ... size mismatch'."),
     "sigterm": ("preempted-sigterm", [], False, "The driver sent SIGTERM {target} 7 s after start, in the middle of training, as a scheduler preempting the job does. No rank started it."),
     "none": ("healthy", [], False, "No fault was injected; the run finished."),
+    "hub": ("hub-unreachable", [], False, "Every rank loaded the config of the model the run starts from (AutoConfig.from_pretrained('bert-base-uncased')) on a machine with no route to huggingface.co and nothing in its cache."),
+    "padtoken": ("hf-tokenizer-missing-pad-token", PEER, False, "The collator pads each batch's captions with a tokenizer saved without a pad token; every rank raised 'Asking to pad but the tokenizer does not have a padding token' at its first batch."),
+    "safetensors": ("safetensors-header-error", ["checkpoint-corrupt", *PEER], False, "The job resumed (resume_from_checkpoint=) from a checkpoint folder whose model.safetensors an interrupted copy had cut to 60 %; every rank's load raised SafetensorError 'Error while deserializing header'."),
+    "straggle": ("collective-timeout-straggler", [], True, "At global step {step} rank {rank} logged 'uploading checkpoint shard {rank} to remote storage' and then took 40 s, longer than the 15 s process-group timeout; the other ranks timed out waiting for it."),
 }
 FLAGS = {"inplace": ["--inplace"], "unused": ["--unused"], "barrier": ["--barrier"], "nan": ["--finite-check"],
          "dskey": ["--workers", "1"]}
 
 
 def command(layout, ws, port, fault, rank, step, work):
-    fault_arg = "none" if fault in ("inplace", "unused", "barrier", "resume", "sigterm") else fault
+    fault_arg = "none" if fault in ("inplace", "unused", "barrier", "resume", "sigterm", "safetensors") else fault
     common = ["--fault", fault_arg, "--rank", str(rank), "--step", str(step), *FLAGS.get(fault, [])]
     if fault == "sigterm":
         common += ["--epochs", "200"]
     if fault == "resume":
         common += ["--resume", f"{work}/last.ckpt"]
+    if fault == "safetensors":
+        common += ["--resume", f"{work}/checkpoint-8"]
+    if fault == "straggle":
+        common += ["--timeout", "15", "--sleep", "40"]
     tr = [f"{BIN}/torchrun", "--nproc-per-node", str(ws), "--master-addr", "127.0.0.1", "--master-port", str(port)]
     if layout == "lit-sub":
         return [PY, f"{LAB}/lit.py", "--devices", str(ws), *common], {"MASTER_PORT": str(port)}
@@ -46,6 +54,8 @@ def command(layout, ws, port, fault, rank, step, work):
         return [*tr, "--tee", "3", f"{LAB}/lit.py", "--devices", str(ws), *common], {}
     if layout == "hf-torchrun":
         return [*tr, "--tee", "3", f"{LAB}/hf.py", *common], {}
+    if layout == "hf-logdir":  # per-rank files under <log-dir>/<run id>/attempt_0/<local rank>/, the agent's console
+        return [*tr, "--log-dir", str(work / "torchrun"), "--redirects", "3", f"{LAB}/hf.py", *common], {}
     if layout == "hf-accelerate":
         return [f"{BIN}/accelerate", "launch", "--multi_gpu", "--num_processes", str(ws), "--num_machines", "1",
                 "--main_process_port", str(port), "--mixed_precision", "no", "--dynamo_backend", "no",
@@ -63,26 +73,47 @@ def run(layout, fault, ws, rank, step, port):
     if fault == "resume":
         subprocess.run([PY, f"{LAB}/lit.py", "--hidden", "48", "--save", f"{work}/last.ckpt", "--devices", "1"],
                        check=True, capture_output=True, cwd=work)
-    argv, env_extra = command(layout, ws, port, fault, rank, step, work)
+    if fault == "safetensors":
+        subprocess.run([PY, f"{LAB}/hf.py", "--save-truncated", f"{work}/checkpoint-8"], check=True, capture_output=True, cwd=work)
+    if layout == "lit-twonode":  # two torchrun agents as two nodes, one process each
+        runs = []
+        for node in range(2):
+            argv = [f"{BIN}/torchrun", "--nnodes", "2", "--nproc-per-node", str(ws // 2), "--node-rank", str(node),
+                    "--master-addr", "127.0.0.1", "--master-port", str(port), f"{LAB}/lit.py", "--devices", str(ws // 2),
+                    "--nodes", "2", *command("lit-sub", ws, port, fault, rank, step, work)[0][4:]]
+            runs.append((argv, f"node{node}.log"))
+        env_extra = {}
+    else:
+        argv, env_extra = command(layout, ws, port, fault, rank, step, work)
+        runs = [(argv, "console.log")]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FIRSTFAULT", "OMP"))}
     env.update(env_extra, HOME="/tmp/fwhome", PYTHONDONTWRITEBYTECODE="1")
     start = time.time()
-    with open(logs / "console.log", "wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=work, env=env, start_new_session=True)
-        target = ""
-        try:
-            if fault == "sigterm":
-                time.sleep(7)
-                if layout.startswith("lit-sub") or layout == "lit-tqdm":
-                    os.killpg(proc.pid, signal.SIGTERM); target = "to every process of the job (its process group)"
-                else:
-                    proc.send_signal(signal.SIGTERM); target = "to the launcher"
-            rc = proc.wait(timeout=150)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL); rc = "killed after 150 s by the driver"
+    procs, target = [], ""
+    for argv, name in runs:
+        with open(logs / name, "wb") as out:
+            procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=work, env=env,
+                                          start_new_session=True))
+    try:
+        if fault == "sigterm":
+            time.sleep(7)
+            if layout.startswith("lit-sub") or layout == "lit-tqdm":
+                os.killpg(procs[0].pid, signal.SIGTERM); target = "to every process of the job (its process group)"
+            else:
+                procs[0].send_signal(signal.SIGTERM); target = "to the launcher"
+        codes = [proc.wait(timeout=150) for proc in procs]
+        rc = codes[0] if len(codes) == 1 else codes
+    except subprocess.TimeoutExpired:
+        for proc in procs:
+            os.killpg(proc.pid, signal.SIGKILL)
+        rc = "killed after 150 s by the driver"
+    if layout == "hf-logdir":
+        shutil.copytree(work / "torchrun", logs / "torchrun")
     cls, also, has_rank, what = TRUTH[fault]
     what = what.format(step=step, rank=rank, target=target)
-    launch = " ".join(a.replace(LAB + "/", "") for a in argv[:1] + argv[1:])
+    where = {"lit-twonode": "each agent's console in logs/node<K>.log",
+             "hf-logdir": "the agent's console in logs/console.log, each rank's output under logs/torchrun/"}
+    launch = "; ".join(" ".join(a.replace(LAB + "/", "") for a in argv) for argv, _name in runs)
     spec = {
         "id": cid, "provenance": "real-run",
         "source": f"tools/framework-lab/drive.py, 2026-12-06 (twelfth session): {layout}, {ws} ranks "
@@ -90,7 +121,7 @@ def run(layout, fault, ws, rank, step, port):
         "expect": {"class": cls, "also_acceptable": also,
                    "initiating_rank": rank if has_rank else None, "initiating_host": None,
                    "collateral_ranks": [r for r in range(ws) if r != rank] if has_rank else []},
-        "notes": f"Injected: {what} Launch: {launch}; the combined console in logs/console.log. Observed exit "
+        "notes": f"Injected: {what} Launch: {launch}; {where.get(layout, 'the combined console in logs/console.log')}. Observed exit "
                  f"code: {rc}; {time.time() - start:.0f} s. Real run; log contents are unedited.",
     }
     (case / "case.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, width=110))

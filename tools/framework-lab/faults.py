@@ -34,5 +34,6 @@ def in_step(args, rank, step, logits, y):
         record = {"x": 1}
         record["label"]
     elif kind == "straggle":
+        log.info("uploading checkpoint shard %d to remote storage", rank)
         time.sleep(args.sleep)
     return logits, y
