@@ -21,22 +21,30 @@ TRUTH = {  # fault: class, also_acceptable, has initiating rank, what was done
     "barrier": ("collective-mismatch", [], True, "After epoch 0 rank {rank} alone called torch.distributed.barrier() 'waiting for the metrics writer' inside `if rank == ...`; from then on its collectives no longer matched the others'."),
     "nan": ("loss-nan", [], False, "At global step {step} rank {rank}'s logits were multiplied by inf, so its loss was NaN; the logged train_loss is synced over ranks, and EarlyStopping(check_finite=True) stopped the run at the end of the epoch. The logs cannot tell which rank's loss was NaN."),
     "resume": ("state-dict-mismatch", PEER, False, "The job resumed (ckpt_path=) from a checkpoint written by a model with hidden size 48, where the model has 64; every rank loads it and raised 'Error(s) in loading state_dict ... size mismatch'."),
-    "sigterm": ("preempted-sigterm", [], False, "The driver sent SIGTERM {target} 7 s after start, in the middle of training, as a scheduler preempting the job does. No rank started it."),
+    "sigterm": ("preempted-sigterm", [], False, "The driver sent SIGTERM {target} 7 s (Ray: 25 s) after start, in the middle of training, as a scheduler preempting the job does. No rank started it."),
     "none": ("healthy", [], False, "No fault was injected; the run finished."),
     "hub": ("hub-unreachable", [], False, "Every rank loaded the config of the model the run starts from (AutoConfig.from_pretrained('bert-base-uncased')) on a machine with no route to huggingface.co and nothing in its cache."),
     "padtoken": ("hf-tokenizer-missing-pad-token", PEER, False, "The collator pads each batch's captions with a tokenizer saved without a pad token; every rank raised 'Asking to pad but the tokenizer does not have a padding token' at its first batch."),
     "safetensors": ("safetensors-header-error", ["checkpoint-corrupt", *PEER], False, "The job resumed (resume_from_checkpoint=) from a checkpoint folder whose model.safetensors an interrupted copy had cut to 60 %; every rank's load raised SafetensorError 'Error while deserializing header'."),
+    "batchsize": ("deepspeed-batch-size-mismatch", [], False, "The DeepSpeed config's train_batch_size (32) was written for 4 ranks; with {ws} ranks, 8 per rank and no accumulation, every rank's deepspeed.initialize raised 'Check batch related parameters'."),
+    "nanloss": ("loss-nan", [], False, "At global step {step} rank {rank}'s logits were multiplied by inf; its NaN gradients were averaged into every rank's weights, so every rank logged loss nan from then on, and the run went on to its end."),
     "straggle": ("collective-timeout-straggler", [], True, "At global step {step} rank {rank} logged 'uploading checkpoint shard {rank} to remote storage' and then took 40 s, longer than the 15 s process-group timeout; the other ranks timed out waiting for it."),
 }
 FLAGS = {"inplace": ["--inplace"], "unused": ["--unused"], "barrier": ["--barrier"], "nan": ["--finite-check"],
-         "dskey": ["--workers", "1"]}
+         "dskey": ["--workers", "1"]}  # (lit.py's and hf.py's options)
+SCRIPT_FAULTS = {"nanloss": "nan"}  # the truth's name -> the script's fault
 
 
 def command(layout, ws, port, fault, rank, step, work):
-    fault_arg = "none" if fault in ("inplace", "unused", "barrier", "resume", "sigterm", "safetensors") else fault
-    common = ["--fault", fault_arg, "--rank", str(rank), "--step", str(step), *FLAGS.get(fault, [])]
+    fault_arg = "none" if fault in ("inplace", "unused", "barrier", "resume", "sigterm", "safetensors", "batchsize") else fault
+    fault_arg = SCRIPT_FAULTS.get(fault_arg, fault_arg)
+    common = ["--fault", fault_arg, "--rank", str(rank), "--step", str(step)]
+    if layout.startswith(("lit-", "hf-")):
+        common += FLAGS.get(fault, [])
+    if fault == "batchsize":
+        common += ["--train-batch-size", "32"]
     if fault == "sigterm":
-        common += ["--epochs", "200"]
+        common += ["--steps", "1000000"] if layout.startswith(("ds", "ray")) else ["--epochs", "200"]
     if fault == "resume":
         common += ["--resume", f"{work}/last.ckpt"]
     if fault == "safetensors":
@@ -54,6 +62,12 @@ def command(layout, ws, port, fault, rank, step, work):
         return [*tr, "--tee", "3", f"{LAB}/lit.py", "--devices", str(ws), *common], {}
     if layout == "hf-torchrun":
         return [*tr, "--tee", "3", f"{LAB}/hf.py", *common], {}
+    if layout == "ds":  # DeepSpeed's launcher on one node (--num_gpus: processes, here on the CPU accelerator)
+        return [f"{BIN}/deepspeed", "--num_gpus", str(ws), "--master_port", str(port), f"{LAB}/ds.py", *common], {}
+    if layout == "ds-torchrun":
+        return [*tr, "--tee", "3", f"{LAB}/ds.py", *common], {}
+    if layout == "ray":  # Ray Train's TorchTrainer: the driver's console holds every worker's lines
+        return [PY, f"{LAB}/raytrain.py", "--workers", str(ws), *common], {}
     if layout == "hf-logdir":  # per-rank files under <log-dir>/<run id>/attempt_0/<local rank>/, the agent's console
         return [*tr, "--log-dir", str(work / "torchrun"), "--redirects", "3", f"{LAB}/hf.py", *common], {}
     if layout == "hf-accelerate":
@@ -96,8 +110,8 @@ def run(layout, fault, ws, rank, step, port):
                                           start_new_session=True))
     try:
         if fault == "sigterm":
-            time.sleep(7)
-            if layout.startswith("lit-sub") or layout == "lit-tqdm":
+            time.sleep(25 if layout == "ray" else 7)  # (Ray takes 10-15 s to start its workers)
+            if layout.startswith("lit-sub") or layout in ("lit-tqdm", "ray", "ds"):
                 os.killpg(procs[0].pid, signal.SIGTERM); target = "to every process of the job (its process group)"
             else:
                 procs[0].send_signal(signal.SIGTERM); target = "to the launcher"
@@ -110,14 +124,14 @@ def run(layout, fault, ws, rank, step, port):
     if layout == "hf-logdir":
         shutil.copytree(work / "torchrun", logs / "torchrun")
     cls, also, has_rank, what = TRUTH[fault]
-    what = what.format(step=step, rank=rank, target=target)
+    what = what.format(step=step, rank=rank, target=target, ws=ws)
     where = {"lit-twonode": "each agent's console in logs/node<K>.log",
              "hf-logdir": "the agent's console in logs/console.log, each rank's output under logs/torchrun/"}
     launch = "; ".join(" ".join(a.replace(LAB + "/", "") for a in argv) for argv, _name in runs)
     spec = {
         "id": cid, "provenance": "real-run",
         "source": f"tools/framework-lab/drive.py, 2026-12-06 (twelfth session): {layout}, {ws} ranks "
-                  f"(torch 2.13.0+cpu, lightning 2.6.6, transformers 5.25.0, accelerate 1.16.0; CPU, gloo)",
+                  f"(torch 2.13.0+cpu, lightning 2.6.6, transformers 5.25.0, accelerate 1.16.0, deepspeed 0.19.8, ray 2.60.0; CPU, gloo)",
         "expect": {"class": cls, "also_acceptable": also,
                    "initiating_rank": rank if has_rank else None, "initiating_host": None,
                    "collateral_ranks": [r for r in range(ws) if r != rank] if has_rank else []},
