@@ -376,6 +376,16 @@ def test_peer_vanished_needs_the_size_declared_when_one_rank_waited():
     assert rule("peer-vanished").apply(silent, start(silent)).initiating.line.origin.rank == 1
 
 
+def test_hang_never_joined_counts_a_rank_only_its_stream_shows():
+    """Ray Train: the stalled worker's lines are rank 2's only through its pid (the input's ranks
+    are the two that timed out); it is the one that never joined."""
+    stalled = stream(2, [(31, 10.0, "(RayTrainWorker pid=5500) uploading checkpoint shard 2 to remote storage")],
+                     source="console.log")
+    built = facts([timeout(55, 0), timeout(60, 1)], ranks=(0, 1), activity=[stalled])
+    decided = rule("hang-never-joined").apply(built, start(built))
+    assert decided.initiating.line.origin.rank == 2 and "uploading checkpoint" in decided.initiating.line.text
+
+
 def test_hang_silent_first_the_rank_the_others_went_past():
     def lines(rank, written=True):
         base = [(1, 100.0, f"{rank}: step 3000 loss 1.7"), (2, 110.0, f"{rank}: saving sharded checkpoint step 3000")]
@@ -1052,6 +1062,21 @@ def test_rank_complement_names_the_one_rank_that_did_not_wait():
     assert rule("rank-complement").apply(built, _decided(error, built)).rank == 13
     two_missing = facts([error, *waits[2:]], identity=IdentityMap(world=WorldSize(16, "--num_processes 16")))
     assert rule("rank-complement").apply(two_missing, _decided(error, two_missing)) is None
+
+
+def test_rank_complement_of_a_two_rank_job_needs_its_size_declared():
+    """DeepSpeed's launcher reports `exits with return code = -9` for a rank it does not name
+    truly; rank 1 lost its peer. In a job declared as 2 ranks the other is rank 0; with the size
+    not declared, rank 0 could be one of many ranks that never printed."""
+    killed = hit("host-oom-killed", 77, source="console.log", role="symptom", weight=0.6,
+                 text="[ERROR] [launch.py:259:sigkill_handler] [...] exits with return code = -9")
+    lost = hit("collective-timeout-peer-crash", 74, rank=1, source="console.log", role="collateral", weight=0.45,
+               text="[rank1]: RuntimeError: [pair.cc:537] Read error [127.0.0.1]:33442: Connection reset by peer")
+    quiet = stream(0, [(70, 100.0, "2026-12-06 04:56:16,225 INFO train: rank 0 step 4 loss 1.3795")], source="console.log")
+    declared = facts([killed, lost], ranks=(0, 1), activity=[quiet], identity=IdentityMap(world=WorldSize(2, "dist_world_size=2")))
+    assert rule("rank-complement").apply(declared, _decided(killed, declared)).rank == 0
+    undeclared = facts([killed, lost], ranks=(0, 1), activity=[quiet])
+    assert rule("rank-complement").apply(undeclared, _decided(killed, undeclared)) is None
 
 
 def test_rank_complement_from_a_gpu_snapshot_taken_during_the_hang():

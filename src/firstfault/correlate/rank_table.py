@@ -57,6 +57,14 @@ def job_ranks(facts) -> list[int]:
     return sorted(ranks)
 
 
+def ranks_seen(facts) -> set[int]:
+    """The ranks whose lines the logs hold: those of the activity streams (a Ray worker's through
+    its pid); the ranks the input shows when no stream has a rank (a console whose only prefixed
+    lines are the ranks' errors)."""
+    streams = {stream.rank for stream in facts.activity if stream.rank is not None}
+    return streams or set(facts.inputs.ranks)
+
+
 def build_rows(facts) -> dict[int, _Row]:
     rows = {rank: _Row(rank) for rank in job_ranks(facts)}
     if not rows:

@@ -15,6 +15,7 @@ from ..events import time_key
 from ..facts import Facts
 from ..hangs import BACKWARD_OPS, first_by_rank, first_disconnects, is_disconnect, op_for, sequence_progress
 from ..ids import ABORT_CORE_DUMPED, MISMATCH, P2P_FAILURE, STRAGGLER, UNEVEN
+from ..rank_table import ranks_seen
 from . import Decision, rule
 
 HANG_WEIGHT = 0.5  # how sure a verdict drawn from where ranks waited is, when no error line states it
@@ -234,7 +235,9 @@ def alone_in_barrier(facts: Facts, decision: Decision) -> Decision | None:
 def _missing(facts: Facts, timed_out: set, disconnected: set) -> list[int]:
     # rank 0 exists in every job: when the other ranks printed timeouts and it printed nothing
     # that carries its rank (rank 0 often logs unprefixed progress: tokenizing, evaluating), it is missing
-    expected = sorted(set(facts.inputs.ranks) | ({0} if len(timed_out | disconnected) >= 2 else set()))
+    # (and the ranks only a join tells: a Ray worker's lines are its rank's through its pid)
+    expected = sorted(set(facts.inputs.ranks) | ranks_seen(facts)
+                      | ({0} if len(timed_out | disconnected) >= 2 else set()))
     return [rank for rank in expected if rank not in timed_out and rank not in disconnected]
 
 

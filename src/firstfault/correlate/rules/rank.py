@@ -12,6 +12,7 @@ from ..events import time_key
 from ..facts import Facts, SIGTERM_CODES
 from ..ids import EXTERNAL_STOP, SIGNAL_DEATHS, STRAGGLER
 from ..odd_one_out import no_odd_one, odd_rank
+from ..rank_table import ranks_seen
 from . import Decision, rule
 from .hang import with_rank
 
@@ -75,7 +76,7 @@ def every_rank_alike(facts: Facts, decision: Decision) -> Decision | None:
     first_errors = _first_error_of_each_rank(facts)
     ranks = set(first_errors)
     job = facts.identity.world.size if facts.identity.world else None
-    if len(ranks) < 2 or (job is not None and len(ranks) < job) or ranks != _ranks_seen(facts):
+    if len(ranks) < 2 or (job is not None and len(ranks) < job) or ranks != ranks_seen(facts):
         return None
     if any(match.entry_id != decision.primary for match in first_errors.values()):
         return None
@@ -98,13 +99,6 @@ def _first_error_of_each_rank(facts: Facts) -> dict[int, Match]:
         if rank is not None and (rank not in earliest or time_key(incident.first) < time_key(earliest[rank].first)):
             earliest[rank] = incident
     return {rank: incident.strongest for rank, incident in earliest.items()}
-
-
-def _ranks_seen(facts: Facts) -> set[int]:
-    """The ranks whose lines the logs hold: those of the activity streams; the ranks the input
-    shows when no stream has a rank (a console whose only prefixed lines are the ranks' errors)."""
-    streams = {stream.rank for stream in facts.activity if stream.rank is not None}
-    return streams or set(facts.inputs.ranks)
 
 
 def _same_event(facts: Facts, initiating: Match) -> list[Match]:
@@ -191,7 +185,8 @@ def rank_from_device_index(facts: Facts, decision: Decision) -> Decision | None:
 def complement(facts: Facts, decision: Decision) -> Decision | None:
     """Every other rank of the job is accounted for and one is not: the others timed out or lost
     their peer waiting (or still had their process in a GPU snapshot taken during the hang), so
-    the failure that names no rank is the missing one's."""
+    the failure that names no rank is the missing one's. (DeepSpeed's launcher names the command
+    of its last-started rank in `exits with return code = -9`, whichever rank exited: not read.)"""
     from ..rank_table import WAITING
 
     rows = facts.rows
@@ -203,7 +198,10 @@ def complement(facts: Facts, decision: Decision) -> Decision | None:
                       [decision.initiating, row.ended_match])
     waiting = [rank for rank, row in rows.items() if row.ended in WAITING]
     others = [rank for rank, row in rows.items() if row.ended not in (*WAITING, "stopped")]
-    if len(others) != 1 or len(waiting) < 2:
+    # (one rank waiting is enough when the job's size is declared and is the ranks in view: the
+    # two of a 2-rank job; else the others could be ranks that never printed)
+    declared = facts.identity.world is not None and facts.identity.world.size == len(rows)
+    if len(others) != 1 or not waiting or (len(waiting) < 2 and not declared):
         return None
     first_wait = min((rows[rank].ended_match for rank in waiting), key=time_key)
     return _named(decision, "rank-complement", others[0],
