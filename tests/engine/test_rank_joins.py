@@ -46,7 +46,11 @@ def test_pid_to_rank_through_ray_worker_file_names(tmp_path):
     assert diagnosis.initiating.rank == 6
 
 
-def test_deepspeed_launcher_report_names_the_killed_rank(tmp_path):
+def test_deepspeed_launcher_report_names_the_node_not_the_rank(tmp_path):
+    """DeepSpeed's launcher prints the command of the local rank it started last with the return
+    code of the process that exited (deepspeed/launcher/launch.py, sigkill_handler), so its
+    `'--local_rank=3' ... exits with return code = -9` tells the node, not which of its ranks
+    was killed: the host is named, the rank is not."""
     launcher = "".join(
         f"{host}: [2026-03-01 10:00:00,000] [INFO] [launch.py:151:main] nnodes=2, num_local_procs=4, node_rank={node}\n"
         for node, host in enumerate(["node-a1", "node-a2"]))
@@ -57,7 +61,8 @@ def test_deepspeed_launcher_report_names_the_killed_rank(tmp_path):
            "[Sun Mar  1 10:20:00 2026] Out of memory: Killed process 5151 (python) total-vm:187412556kB, anon-rss:67020392kB\n")
     diagnosis = diagnose_paths([str(tmp_path)])
     assert diagnosis.primary.failure_id == "host-oom-killed"
-    assert diagnosis.initiating.rank == 7
+    assert diagnosis.initiating.rank is None
+    assert diagnosis.initiating.host == "node-a2"
 
 
 def test_a_rankless_fault_is_rank_0_only_when_nothing_shows_other_processes():
