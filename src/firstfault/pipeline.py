@@ -22,7 +22,7 @@ from .ingest.sources import InputFile, expand_inputs, in_memory_inputs, stdin_in
 from .kb import load_knowledge_base
 from .kb.loader import KnowledgeBase
 from .mask import HostMasker, mask_secrets
-from .match.context import CONTEXT_SIGNATURES
+from .match.context import CONTEXT_SIGNATURES, PROCESS_GROUP_FRAMES
 from .match.scanner import FileScan, Scanner
 from .model import Diagnosis, InputSummary, Skipped, map_strings
 from .stack import STACK_SIGNATURES, detect_stack, is_stack_cue
@@ -167,12 +167,13 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     # one process, unless something else shows: a rank above 0, a second host, a job size above
     # one (launcher flags, init lines), torchrun (it starts as many processes as it was asked
     # to, which the logs may not say), or the lines other processes print when a peer fails
-    # (collective timeouts, a launcher stopping the others)
+    # (collective timeouts, a launcher stopping the others), or a traceback through a collective or
+    # DistributedDataParallel
     single_process = (set(summary.ranks) | set(identity.ranks) <= {0} and len(summary.hosts) <= 1
                       and (identity.world is None or identity.world.size <= 1)
                       and (files.local_world or 1) <= 1
                       and not any(item.id == "torchrun" for item in stack)
-                      and not any(_peer_failed(match) for match in matches))
+                      and not any(_peer_failed(match) or match.signature.name in PROCESS_GROUP_FRAMES for match in matches))
     diagnosis = correlate(matches, summary, single_process, source_lines, relations_of(kb or load_knowledge_base()),
                           stream_activity(read, matches, files, identity), identity)
     diagnosis = replace(diagnosis, stack=stack)

@@ -77,6 +77,22 @@ def test_a_rankless_fault_is_rank_0_only_when_nothing_shows_other_processes():
     assert with_peers.initiating.rank is None
 
 
+def test_a_traceback_through_ddp_or_a_collective_is_not_one_process_alone():
+    """A thread's excerpt that starts inside a traceback: its frames through DistributedDataParallel
+    (or a collective) say the process was one of a process group, so it is not named rank 0 as the
+    only process; the same error with no such frame is."""
+    from firstfault.pipeline import diagnose_texts
+
+    frame = ('  File "/opt/conda/lib/python3.11/site-packages/torch/nn/parallel/distributed.py", line 1890, in forward\n'
+             "    else self._run_ddp_forward(*inputs, **kwargs)\n")
+    error = "IndexError: list index out of range\n"
+    assert diagnose_texts([("excerpt.log", frame + error)]).initiating.rank is None
+    barrier = ('  File "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", line 4151, in barrier\n'
+               "    work.wait()\n")
+    assert diagnose_texts([("excerpt.log", barrier + error)]).initiating.rank is None
+    assert diagnose_texts([("excerpt.log", error)]).initiating.rank == 0
+
+
 # --- launchers that say which ranks a node runs, and pods named for their node ---------------------
 
 def _torchrun_failure(local: int, pid: int) -> str:

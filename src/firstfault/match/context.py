@@ -58,6 +58,12 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
              ("    Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass",
               '  File "/usr/lib/python3/site-packages/torch/autograd/graph.py", line 825, in _engine_run_backward'),
              ("    loss.backward()", '  File "/home/user/graph.py", line 12, in _engine_run_backward_hook')),
+    # a traceback through DistributedDataParallel's forward: the process was one of a process group
+    # (a log that shows it only from a traceback's end, a thread's excerpt, is still several processes')
+    _context("frame-ddp", r'nn/parallel/distributed\.py", line \d+, in \w+',
+             ('  File "/opt/conda/lib/python3.11/site-packages/torch/nn/parallel/distributed.py", line 1890, in forward',),
+             ('  File "/home/user/nn/parallel/distributed_utils.py", line 12, in forward', "model = DistributedDataParallel(model)"),
+             first_only=True),
     _context("launcher-failed", r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)",
              ("E0425 09:39:11.882000 311 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) local_rank: 0 (pid: 318) of binary: /workspace/.venv/bin/python",),
              ("  exitcode  : -6 (pid: 318)",)),
@@ -297,6 +303,8 @@ FRAME_SIGNATURES = ("frame", "frame-backward")
 STACK_FRAME = "stack-frame"
 TRACEBACK_HEADER = "failed-traceback"
 HANG_STACK_MARKER = "hang-stack-marker"
+# frames that say the process was one of several: a collective's, DistributedDataParallel's
+PROCESS_GROUP_FRAMES = ("frame", "frame-ddp")
 RANK_HOST_DECLARED = "rank-host-declared"
 HOST_PAIRS = ("host-rank-pair", "host-rank-node-pair", "host-mpirun-rank", RANK_HOST_DECLARED)  # lines naming a rank and its host
 HOST_SIGNATURES = ("host-table-row", "host-srun-task", "host-slurm-cancel", "host-running-on", "host-prompt",
