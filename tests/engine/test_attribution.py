@@ -201,3 +201,15 @@ def test_a_journald_record_of_a_job_reads_as_the_job_s_own_lines(tmp_path):
     diagnosis = diagnose_paths([str(tmp_path)])
     assert diagnosis.primary.failure_id == "cuda-device-side-assert"
     assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (1, "gpu-node-3")
+
+
+def test_a_message_that_names_its_own_rank():
+    """The rank a message names in itself, the last resort of attribution: `rank 3`, `[rank3]`, and
+    ProcessGroupNCCL's `[1] is setting up NCCL communicator` before its store wait; a bracketed
+    number of another kind names none."""
+    from firstfault.ingest.attribution import rank_mentioned
+
+    assert rank_mentioned("RuntimeError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0]") == 1
+    assert rank_mentioned("error on rank 3: CUDA out of memory") == 3
+    assert rank_mentioned("[rank12]: Timed out") == 12
+    assert rank_mentioned("[1] loaded 400 shards") is None

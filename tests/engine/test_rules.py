@@ -1079,6 +1079,23 @@ def test_rank_complement_of_a_two_rank_job_needs_its_size_declared():
     assert rule("rank-complement").apply(undeclared, _decided(killed, undeclared)) is None
 
 
+def test_rank_waited_for_names_the_rank_whose_key_never_came():
+    """Rank 1 gave up on rank 0's ncclUniqueId while rank 0 tokenized: under a straggler verdict
+    rank 0 started it, pointed at by its own last line; rank 1's own failure stays its own."""
+    text = ("RuntimeError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d "
+            "key-value store by key '0', but store->get('0') got error: Socket Timeout")
+    wait = hit("tcpstore-timeout", 14, rank=1, source="console.log", role="symptom", weight=0.55, text=text,
+               captures={"id_root": "0"})
+    busy = stream(0, [(9, 10.0, "Running tokenizer on dataset: 41%")], source="console.log")
+    relations = Relations(core_of={"tcpstore-timeout": "collective-timeout-straggler"})
+    built = build_facts([wait], InputSummary(ranks=(0, 1)), False, None, relations, (busy,), IdentityMap())
+    decided = rule("rank-waited-for").apply(built, _decided(wait, built))
+    assert decided.initiating.line.origin.rank == 0 and "tokenizer" in decided.initiating.line.text
+    other = Relations(core_of={"tcpstore-timeout": "tcpstore-timeout"})
+    own = build_facts([wait], InputSummary(ranks=(0, 1)), False, None, other, (busy,), IdentityMap())
+    assert rule("rank-waited-for").apply(own, _decided(wait, own)) is None
+
+
 def test_rank_complement_from_a_gpu_snapshot_taken_during_the_hang():
     error = hit("user-code-exception", 116, source="console.log", text="FileNotFoundError: [Errno 2] No such file or directory")
     rows = [context("device-smi-process", 30 + gpu, source="nvidia-smi.txt", captures={"device": str(gpu), "pid": str(41120 + gpu)})

@@ -36,7 +36,9 @@ _NCCL = re.compile(r"([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d{1,3})\] (?:[\w./-]{1
 _SYSLOG_TIME = r"(?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d{1,6})?|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-][\d:]+)?)"
 _JOURNAL = re.compile(_SYSLOG_TIME + r" (?P<host>[A-Za-z0-9][\w.-]{0,62}) [\w./@-]{1,64}\[\d{1,10}\]: ")
 _SYSLOG_HOST = re.compile(_SYSLOG_TIME + r" (\S+) (?:kernel|slurmd|slurmstepd|systemd)")
-_RANK_IN_TEXT = re.compile(r"\b(?:on |global )?[Rr]ank[ =:]\s?(\d{1,6})\b|\[rank(\d{1,6})\]")
+# (and ProcessGroupNCCL's own rank before its store wait: `[1] is setting up NCCL communicator and
+# retrieving ncclUniqueId from [0] ...`, ProcessGroupNCCL.cpp broadcastUniqueNCCLID)
+_RANK_IN_TEXT = re.compile(r"\b(?:on |global )?[Rr]ank[ =:]\s?(\d{1,6})\b|\[rank(\d{1,6})\]|\[(\d{1,6})\] is setting up NCCL communicator")
 # A device index in a message ("GPU 1;", "cuda:1", "device 1") names a LOCAL rank under the
 # usual one-process-per-GPU launch.
 _DEVICE_IN_TEXT = re.compile(r"\(GPU (\d{1,2})[;)]|\bGPU (\d{1,2}) has a total capacity|\bcuda:(\d{1,2})\b|\bdevice[ =](\d{1,2})\b")
@@ -289,7 +291,7 @@ def rank_mentioned(text: str) -> int | None:
         if _GROUP_RANK.search(text) and "default_pg" not in text:
             return None
     match = _RANK_IN_TEXT.search(text)
-    return int(match.group(1) or match.group(2)) if match else None
+    return int(next(group for group in match.groups() if group)) if match else None
 
 
 # A logger that writes the rank into the message, near its start: `Rank 5 step 75: ...`,

@@ -128,6 +128,39 @@ def _pid_named(match: Match) -> int | None:
     return int(found.group(1) or found.group(2)) if found else None
 
 
+# a store wait that names the rank whose key it waited for (`[1] is setting up NCCL communicator and
+# retrieving ncclUniqueId from [0] ... got error: Socket Timeout`): the captures' name
+WAITED_FOR = "id_root"
+
+
+@rule("rank-waited-for")
+def waited_for(facts: Facts, decision: Decision) -> Decision | None:
+    """The failing line is a rank giving up on a key another rank had to write (the ncclUniqueId of
+    a new communicator), and the failure is a straggler's: the rank waited for, busy elsewhere,
+    is where it started; the rank that waited only waited. The verdict points at that rank's own
+    last line, else at the wait that names it. (One case of the fixture sets uses it so far,
+    upstream/collective-timeout-straggler-tokenizer-barrier-rank1: rank 0 tokenizing past the
+    timeout before the first collective, a common way a straggler at start-up is said.)"""
+    from dataclasses import replace
+
+    from .hang import own_line, with_rank
+
+    initiating = decision.initiating
+    root = str(initiating.captures.get(WAITED_FOR, "")) if initiating is not None else ""
+    if not root.isdigit() or decision.rank_decided or facts.relations.core(decision.primary) != STRAGGLER:
+        return None
+    waiter, root = initiating.line.origin.rank, int(root)
+    if waiter is None or waiter == root:
+        return None
+    anchor = own_line(facts, root, decision.primary)
+    if anchor is None:
+        said = f"rank {{rank}} did not hand out the ncclUniqueId that rank {waiter} waited for until the store gave up"
+        anchor = with_rank(replace(initiating, signature=replace(initiating.signature, message=said)), root)
+    text = (f"rank {waiter} gave up waiting for the ncclUniqueId of rank {root}, which had not written it: rank "
+            f"{root} was busy elsewhere, and rank {waiter} only waited")
+    return decision.with_because("rank-waited-for", text, [initiating], note=text, initiating=anchor, rank_decided=True)
+
+
 @rule("rank-from-pid")
 def rank_from_pid(facts: Facts, decision: Decision) -> Decision | None:
     """The line names a pid that the identity map ties to a rank (a launcher report, a worker's
