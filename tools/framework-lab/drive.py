@@ -12,6 +12,7 @@ TRUTH = {  # fault: class, also_acceptable, has initiating rank, what was done
     "index": ("user-code-exception", PEER, True, "At global step {step} rank {rank}'s training step mapped its label ids through a label list with an offset past its end and raised 'IndexError: list index out of range'."),
     "target": ("user-code-exception", PEER, True, "At global step {step} rank {rank}'s batch had a label id 9 for a 4-class head; F.cross_entropy raised 'IndexError: Target 9 is out of bounds'."),
     "dskey": ("user-code-exception", PEER, True, "Rank {rank}'s dataset had records without their label (every index 7 mod 50); the record's lookup raised KeyError when the DataLoader reached it."),
+    "keyerror": ("user-code-exception", PEER, True, "At global step {step} rank {rank}'s step looked up a record's 'label', which its exporter had not written (KeyError)."),
     "sigkill": ("host-oom-killed", PEER, True, "At global step {step} rank {rank} was killed with SIGKILL (what the kernel OOM killer sends), leaving no traceback."),
     "segv": ("collective-timeout-peer-crash", ["native-crash"], True, "At global step {step} rank {rank} read through a NULL pointer (ctypes.string_at(0)) and died of SIGSEGV."),
     "diskfull": ("disk-full", PEER, True, "At global step {step} rank {rank} saved a state file to /dev/full (ENOSPC)."),

@@ -31,6 +31,9 @@ prefix before each line (`[default3]:`, `[rank3]: `) is kept. Renderers' referen
 `rich/traceback.py` (Traceback._render_stack, the exception after the box), IPython's
 `IPython/core/ultratb.py` (VerboseTB).
 
+The same is done for the metrics column of rich's progress bar (Lightning's default bar), whose
+values sit on the lines under their names: they are put back on the bar's line.
+
 Blocks without a rendered traceback pay nothing: the fast engine reports the headers with the
 signatures (`hyperscan_engine.RENDERED_ID`), and `may_hold_rendered` is the same test without it.
 """
@@ -77,7 +80,8 @@ def may_hold_rendered(data: bytes) -> bool:
 
 def as_python_tracebacks(data: bytes, modules: dict[str, str] | None = None) -> bytes:
     """`data` with every rich, IPython or exception-group traceback written as Python prints a
-    traceback, line for line (and a rich progress bar's metrics joined onto its line, `_progress`). `modules`: class name -> the module Python names it with (the
+    traceback, line for line, and a rich progress bar's metrics joined onto its line (`_progress`).
+    `modules`: class name -> the module Python names it with (the
     knowledge base's, `Matcher.exception_modules`): rich and IPython print `UserError:` where
     Python prints `torch._dynamo.exc.UserError:`, and the module is put back when a frame of the
     traceback is in that module's package (`.../torch/_dynamo/...`)."""
