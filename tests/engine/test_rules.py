@@ -386,6 +386,23 @@ def test_hang_never_joined_counts_a_rank_only_its_stream_shows():
     assert decided.initiating.line.origin.rank == 2 and "uploading checkpoint" in decided.initiating.line.text
 
 
+def test_peer_vanished_by_the_launchers_report_of_a_dead_worker():
+    """Ray Train: only rank 1 lost a peer before Ray stopped the group, so the others' waits do not
+    tell; the controller's quote of rank 0's error is Ray's report that its process died: rank 0."""
+    header = context("ray-error-snippet", 46, source="console.log", captures={"failed_rank": "0"},
+                     text="(TrainController pid=9852) [Rank 0 Error Snippet]:")
+    died = hit("torchelastic-child-failed", 65, source="console.log", role="collateral", weight=0.45, name="ray-actor-died",
+               text="(TrainController pid=9852) The actor is dead because its worker process has died.")
+    world = IdentityMap(world=WorldSize(3, "world_size=3"))
+    quiet = [stream(r, [(20 + r, 10.0, f"(RayTrainWorker pid={9946 + r}) rank {r} step 4 loss 1.2")], source="console.log")
+             for r in (0, 2)]
+    built = facts([header, died, _lost_peer(38, 1)], ranks=(0, 1, 2), activity=quiet, identity=world)
+    decided = rule("peer-vanished").apply(built, start(built))
+    assert decided.initiating.line.origin.rank == 0 and "its launcher reports" in decided.because[-1].text
+    unreported = facts([_lost_peer(38, 1)], ranks=(0, 1, 2), activity=quiet, identity=world)
+    assert rule("peer-vanished").apply(unreported, start(unreported)) is None
+
+
 def test_hang_silent_first_the_rank_the_others_went_past():
     def lines(rank, written=True):
         base = [(1, 100.0, f"{rank}: step 3000 loss 1.7"), (2, 110.0, f"{rank}: saving sharded checkpoint step 3000")]

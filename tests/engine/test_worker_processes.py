@@ -51,3 +51,28 @@ def test_a_worker_whose_lines_name_no_rank_is_not_given_one():
     diagnosis = _diagnose(lambda rank: "2026-12-05 09:59:00,000 INFO train: worker started")
     assert diagnosis.primary.failure_id == "collective-timeout-straggler"
     assert diagnosis.initiating.rank is None
+
+
+def test_ray_train_v2s_list_of_its_workers_names_their_ranks():
+    """Ray Train v2's controller lists the workers it started (`(ip=A, pid=P) world_rank=R, ...`):
+    that names each worker process's rank, though the workers print no set-up line."""
+    listed = "\n".join(f"(TrainController pid=3900) - (ip={HOSTS[rank]}, pid={4100 + rank}) world_rank={rank}, "
+                       f"local_rank={rank}, node_rank=0" for rank in range(3))
+    diagnosis = diagnose_texts([("ray-driver.log", listed + "\n" + _console(lambda rank: "worker started"))])
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (2, HOSTS[2])
+
+
+def test_the_controllers_quote_of_a_workers_error_is_not_its_own_rank():
+    """`(TrainController pid=P) [Rank 0 Error Snippet]:` quotes rank 0's error: the controller's
+    process is not rank 0, while a worker whose messages start with its rank is."""
+    from firstfault import pipeline
+    from firstfault.ingest.sources import in_memory_inputs
+    from firstfault.kb import load_knowledge_base
+
+    quote = "\n".join(["(TrainController pid=3900) [Rank 0 Error Snippet]:",
+                       "(TrainController pid=3900) The actor is dead because its worker process has died.",
+                       "(TrainController pid=3900) [Rank 0 Error Snippet]:",
+                       "(RayTrainWorker pid=4101) rank 1: loaded shard 1 of 3"])
+    scan = pipeline.scanner_for(load_knowledge_base()).scan(in_memory_inputs([("ray-driver.log", quote + "\n")])[0])
+    assert 3900 not in scan.worker_pids
+    assert scan.worker_pids.get(4101) == 1

@@ -64,6 +64,11 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
              ('  File "/opt/conda/lib/python3.11/site-packages/torch/nn/parallel/distributed.py", line 1890, in forward',),
              ('  File "/home/user/nn/parallel/distributed_utils.py", line 12, in forward', "model = DistributedDataParallel(model)"),
              first_only=True),
+    # Ray Train v2's controller quotes each failed worker's error under a header naming its rank
+    # (`[Rank 0 Error Snippet]:`); a worker whose process died is quoted as Ray's actor-death report
+    _context("ray-error-snippet", r"\[Rank (?P<failed_rank>\d{1,6}) Error Snippet\]:",
+             ("(TrainController pid=9852) [Rank 0 Error Snippet]:", "[Rank 12 Error Snippet]:"),
+             ("[Rank 0] Error: snippet of the config follows",)),
     _context("launcher-failed", r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)",
              ("E0425 09:39:11.882000 311 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) local_rank: 0 (pid: 318) of binary: /workspace/.venv/bin/python",),
              ("  exitcode  : -6 (pid: 318)",)),
@@ -303,6 +308,7 @@ FRAME_SIGNATURES = ("frame", "frame-backward")
 STACK_FRAME = "stack-frame"
 TRACEBACK_HEADER = "failed-traceback"
 HANG_STACK_MARKER = "hang-stack-marker"
+RAY_ERROR_SNIPPET = "ray-error-snippet"
 # frames that say the process was one of several: a collective's, DistributedDataParallel's
 PROCESS_GROUP_FRAMES = ("frame", "frame-ddp")
 RANK_HOST_DECLARED = "rank-host-declared"

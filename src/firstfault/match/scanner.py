@@ -47,6 +47,9 @@ _PID_RANK_CENSUS = re.compile(_WORKER_PREFIX + rb"\[[Rr]ank ?(\d{1,6})\]")
 # Ray Train's own line naming a worker's rank: `(RayTrainWorker pid=2321, ip=10.0.0.5) Setting up process
 # group for: env:// [rank=1, world_size=4]`
 _PID_SETUP_RANK_CENSUS = re.compile(_WORKER_PREFIX + rb"[^\n]{0,160}?\[rank=(\d{1,6}), world_size=\d{1,6}\]")
+# Ray Train v2's controller lists its workers when it starts them: `(TrainController pid=9852) -
+# (ip=10.0.0.5, pid=9974) world_rank=1, local_rank=1, node_rank=0`
+_PID_WORKER_LIST_CENSUS = re.compile(rb"\(ip=[\d.]{7,15}, pid=(\d{1,8})\) world_rank=(\d{1,6}), local_rank=")
 # a worker process's prefix that names no rank (no `TP1`): its lines are one process's stream
 _PID_CENSUS = re.compile(rb"\n" + _WORKER + rb"[,)]")
 # such a worker's line and its message, whose first words may name the worker's rank (`rank 2: ...`)
@@ -209,6 +212,8 @@ class Scanner:
             named = set(_PID_RANK_CENSUS.findall(data))
             if b", world_size=" in data:  # Ray Train's set-up line
                 named |= set(_PID_SETUP_RANK_CENSUS.findall(data))
+            if b") world_rank=" in head:  # Ray Train v2's list of its workers
+                named |= set(_PID_WORKER_LIST_CENSUS.findall(head))
             for pid, rank in named:
                 scan.worker_pids.setdefault(int(pid), int(rank))
             # the workers of a block show in its first lines and its last (where its tails are read)
@@ -484,6 +489,9 @@ def _host_pair_census(data: bytes, scan: FileScan) -> None:
         position = data.find(b"]:[rank", end) if end >= 0 else -1
 
 
+_QUOTED_RANK_HEADER = b"[Rank "
+
+
 def _ranks_workers_name(head: bytes, scan: FileScan) -> None:
     """The rank each worker process (by the pid its prefix names) says it is in its own messages'
     first words (`rank 2: loading shard 5`), read in a block's first lines: kept when at least two
@@ -491,6 +499,8 @@ def _ranks_workers_name(head: bytes, scan: FileScan) -> None:
     named: dict[int, Counter] = {}
     for pid, message in _PID_MESSAGE_CENSUS.findall(head):
         pid = int(pid)
+        if message.startswith(_QUOTED_RANK_HEADER):
+            continue  # Ray Train's controller quoting a worker's error (`[Rank 0 Error Snippet]:`): not its own rank
         if pid not in scan.worker_pids:
             rank = leading_rank(message.decode("utf-8", "replace"))
             if rank is not None:

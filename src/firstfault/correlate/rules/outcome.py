@@ -10,6 +10,8 @@ from ..events import time_key
 from ..facts import SIGTERM_CODES, Facts
 from ..identity import TABLE_EXIT_ROW
 from ..ids import PEER_CRASH
+
+RAY_ACTOR_DIED = "ray-actor-died"  # torchelastic-child-failed: Ray's report of a worker whose process died
 from . import Decision, rule
 
 SURVIVABLE_WEIGHT = 0.7  # errors this generic can be caught and logged by a healthy run
@@ -118,7 +120,7 @@ def peer_vanished(facts: Facts, decision: Decision) -> Decision | None:
     waiting, the job's size must be declared (`Starting with 2 processes`): the others could be
     ranks that never printed."""
     from ..rank_table import WAITING
-    from .hang import hang_decision, own_line
+    from .hang import hang_decision, own_line, with_rank
 
     if decision.roots or decision.symptoms:
         return None
@@ -126,20 +128,52 @@ def peer_vanished(facts: Facts, decision: Decision) -> Decision | None:
     waiting = [rank for rank, row in rows.items() if row.ended in WAITING]
     others = [rank for rank, row in rows.items() if row.ended not in WAITING]
     declared = facts.identity.world is not None and facts.identity.world.size == len(rows)
-    if len(others) != 1 or not waiting or (len(waiting) < 2 and not declared):
-        return None
+    reported = _reported_dead(facts)
+    by_report = len(others) != 1 or not waiting or (len(waiting) < 2 and not declared)
+    if by_report:
+        if len(reported) != 1:
+            return None
+        others = list(reported)  # the launcher's report of the one worker whose process died
     rank = others[0]
-    if rows[rank].first_error is not None or rows[rank].ended not in ("silent", "unknown"):
+    if rank not in rows or rows[rank].first_error is not None or rows[rank].ended not in ("silent", "unknown"):
         return None
     anchor = own_line(facts, rank, PEER_CRASH) or _declaration_of(facts, rank)
+    if anchor is None and rank in reported:
+        anchor = with_rank(reported[rank], rank)  # the report about that worker
     if anchor is None:
         return None  # no line of its own to point at: the report says what cannot be told
+    if by_report:
+        reason = (f"rank {rank} printed no error, and its launcher reports that its process died "
+                  f"({reported[rank].line.text.strip()[:90]!r}): killed, or crashed in native code; look at dmesg "
+                  f"and the node's memory")
+        return hang_decision(facts, decision, "peer-vanished", PEER_CRASH, rank, reason, anchor, cited=[reported[rank]])
     first_wait = min((rows[r].ended_match for r in waiting), key=time_key)
     size = f"the {len(rows)} the job declared" if declared else f"the {len(rows)} the logs show"
     reason = (f"rank {rank} printed no error while every other rank of {size} lost it as a peer (first: rank "
               f"{first_wait.line.origin.rank}); its process ended without a trace in these logs (killed, or crashed "
               f"in native code): look at its exit code, dmesg and the node's memory")
     return hang_decision(facts, decision, "peer-vanished", PEER_CRASH, rank, reason, anchor, cited=[first_wait])
+
+
+SNIPPET_LINES = 30  # Ray's actor-death report follows its snippet's header within this many lines
+
+
+def _reported_dead(facts: Facts) -> dict:
+    """rank -> the launcher's report that the rank's worker process died with no Python error: Ray's
+    actor-death report under the controller's `[Rank N Error Snippet]:` header."""
+    from ...match.context import RAY_ERROR_SNIPPET
+
+    headers = [m for m in facts.matches if m.signature.name == RAY_ERROR_SNIPPET]
+    reported = {}
+    for match in facts.matches:
+        if match.signature.name != RAY_ACTOR_DIED:
+            continue
+        origin = match.line.origin
+        above = [h for h in headers if h.line.origin.source == origin.source and 0 < origin.line - h.line.origin.line <= SNIPPET_LINES]
+        if above:
+            header = max(above, key=lambda h: h.line.origin.line)
+            reported.setdefault(int(header.captures["failed_rank"]), match)
+    return reported
 
 
 def _declaration_of(facts: Facts, rank: int) -> Match | None:
