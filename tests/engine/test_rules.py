@@ -268,7 +268,7 @@ def test_failed_unexplained_is_unknown_with_an_action():
 
 # primary ------------------------------------------------------------------------------------------
 
-def test_failed_unexplained_still_says_where_it_started_and_on_which_host():
+def test_peer_lost_elsewhere_takes_the_rank_the_launcher_reports_first_and_its_host():
     """Rank 0 only lost its peer; srun reports task 0 first, then task 1: the failure started on rank
     1 (not on the rank that waited), and srun's line names its host."""
     from firstfault.pipeline import diagnose_texts
@@ -277,7 +277,7 @@ def test_failed_unexplained_still_says_where_it_started_and_on_which_host():
             "closed by peer [127.0.0.1]:27050. This is typically caused by a remote worker crashing.\n"
             "srun: error: node-7: task 0: Exited with exit code 1\nsrun: error: node-7: task 1: Exited with exit code 1\n")
     diagnosis = diagnose_texts([("slurm-77.out", text)])
-    assert diagnosis.status == "unknown"
+    assert diagnosis.primary.failure_id == "collective-timeout-peer-crash"
     assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (1, "node-7")
 
 
@@ -401,6 +401,19 @@ def test_peer_vanished_by_the_launchers_report_of_a_dead_worker():
     assert decided.initiating.line.origin.rank == 0 and "its launcher reports" in decided.because[-1].text
     unreported = facts([_lost_peer(38, 1)], ranks=(0, 1, 2), activity=quiet, identity=world)
     assert rule("peer-vanished").apply(unreported, start(unreported)) is None
+
+
+def test_peer_lost_elsewhere_names_the_class_and_no_rank():
+    """A thread's last 50 lines: ranks 0 and 1 lost their Gloo peer, and the rank that died is not
+    in view (its traceback was above the excerpt): the others' entry is the verdict, with no rank;
+    with an error of a rank's own in view, this rule has nothing to say."""
+    built = facts([_lost_peer(50, 1), _lost_peer(90, 0)], ranks=(0, 1))
+    decided = rule("peer-lost-elsewhere").apply(built, start(built))
+    assert decided.primary == "collective-timeout-peer-crash" and decided.status == "failure"
+    assert decided.initiating.line.origin.rank is None and decided.rank_decided
+    own = hit("user-code-exception", 20, rank=2, source="console.log", text="[rank2]: IndexError: list index out of range")
+    with_cause = facts([own, _lost_peer(50, 1)], ranks=(0, 1, 2))
+    assert rule("peer-lost-elsewhere").apply(with_cause, start(with_cause)) is None
 
 
 def test_hang_silent_first_the_rank_the_others_went_past():

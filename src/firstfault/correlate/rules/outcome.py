@@ -222,6 +222,34 @@ def _seen_to_finish_or_progress(facts: Facts) -> bool:
             or any(stream.progress for stream in facts.activity))
 
 
+@rule("peer-lost-elsewhere")
+def peer_lost_elsewhere(facts: Facts, decision: Decision) -> Decision | None:
+    """No error of a rank's own, and the errors are ranks losing a peer (its connection closed or
+    reset): a rank died and the others lost it. Which one, and how, the logs in view do not show (a
+    thread's excerpt that begins after it, a console that lost that rank's output): the verdict says
+    so and names no rank; the knowledge base's entry for what the others printed is the one to read."""
+    from .hang import hang_decision
+
+    if decision.roots or decision.symptoms:
+        return None
+    lost = [m for m in facts.collateral if m.entry_id == PEER_CRASH]  # (not the launcher's aftermath)
+    if not lost:
+        return None
+    waited = sorted({m.line.origin.rank for m in lost if m.line.origin.rank is not None})
+    who = f"rank(s) {', '.join(map(str, waited))}" if waited else "the ranks in view"
+    started = first_failed(facts, [m for m in facts.matches if m.signature.name in FAILURE_SIGNS])
+    rank = started.line.origin.rank if started is not None else None
+    if rank is not None and rank not in waited:  # a launcher's report of a process that did not only wait
+        reason = (f"every error in these logs is a rank losing a peer ({who}), and the launcher reports rank {rank}'s "
+                  "process failing first: it died and the others lost it; why is not in these logs (its own error, "
+                  "or its death by a signal, is in its own log, earlier than these lines, or in the node's dmesg)")
+        return hang_decision(facts, decision, "peer-lost-elsewhere", PEER_CRASH, rank, reason, started)
+    reason = (f"every error in these logs is a rank losing a peer ({who}): a rank died and the others lost it; "
+              "which one, and why, is not in these logs (its own error, or its death by a signal, is in its own "
+              "log, earlier than these lines, or in the node's dmesg)")
+    return hang_decision(facts, decision, "peer-lost-elsewhere", PEER_CRASH, None, reason, min(lost, key=time_key))
+
+
 @rule("failed-unexplained")
 def failed_unexplained(facts: Facts, decision: Decision) -> Decision:
     """Something failed (a traceback, a non-zero exit) that no knowledge-base entry explains; where

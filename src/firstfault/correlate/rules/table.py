@@ -9,7 +9,7 @@ from .host import host_of_rank, named_on_its_line, needs_host, only_host
 from .ending import finished_after_it, job_finished, restarted_and_went_on
 from .hang import (aborted_together, after_the_end, all_timed_out, alone_in_barrier, different_collectives, first_collective, late_arrival,
                    never_joined, p2p_redirected, sequence_behind, stacks_differ, step_behind)
-from .outcome import failed_unexplained, nothing_failed, peer_vanished, survived_errors
+from .outcome import failed_unexplained, nothing_failed, peer_lost_elsewhere, peer_vanished, survived_errors
 from .primary import earliest_root, specific_symptom, strongest_symptom
 from .progress import hang_unattributed, hung, outlived_by_progress, silent_first, stop_after_fault, stop_ended_hang
 from .rank import (complement, every_rank_alike, launcher_first, mismatch_no_odd_one, needs_rank, odd_one_out, only_process, rank_from_bus, rank_from_device_event,
@@ -39,7 +39,7 @@ STAGES: tuple[Stage, ...] = (
                    all_timed_out, hang_unattributed), first_only=True, when=hung),
     # (a lone rank that lost its peers after the end hung on nothing: its peers had left, so it
     # is decided here, where failures no other stage explained are)
-    Stage("outcome", (after_the_end, nothing_failed, peer_vanished, failed_unexplained), first_only=True, when=_undecided),
+    Stage("outcome", (after_the_end, nothing_failed, peer_vanished, peer_lost_elsewhere, failed_unexplained), first_only=True, when=_undecided),
     Stage("initiating", (odd_one_out, mismatch_no_odd_one, every_rank_alike, waited_for), when=_failure),
     Stage("rank", (rank_from_pid, rank_from_bus, rank_from_device_index, same_fault_nearby, complement,
                    rank_from_device_event, only_process, launcher_first),
