@@ -239,6 +239,18 @@ def test_survived_errors_far_from_the_end_with_nothing_failing():
     assert rule("survived-errors").apply(built, start(built)).status == "healthy"
 
 
+def test_survived_errors_not_when_a_traceback_begins_after_them():
+    """A thread's excerpt: rank 1's IndexError, then rank 0's traceback, cut before its exception:
+    what followed the error was another failure, not a run that went on."""
+    error = hit("user-code-exception", 11, rank=1, weight=0.6, text="[rank1]: IndexError: list index out of range")
+    second = context("failed-traceback", 12, rank=0, text="[rank0]: Traceback (most recent call last):")
+    built = facts([error, second], source_lines={"a.log": 40})
+    assert rule("survived-errors").apply(built, start(built)) is None
+    before = context("failed-traceback", 1, rank=1, text="[rank1]: Traceback (most recent call last):")
+    caught = facts([before, error], source_lines={"a.log": 40})
+    assert rule("survived-errors").apply(caught, start(caught)).status == "healthy"
+
+
 def test_nothing_failed_without_failure_signs():
     built = facts([context("frame", 3)])
     assert rule("nothing-failed").apply(built, start(built)).status == "healthy"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ...match.context import ERROR_STATEMENT, FAILURE_SIGNATURES, LAUNCHER_FAILED
+from ...match.context import ERROR_STATEMENT, FAILURE_SIGNATURES, LAUNCHER_FAILED, TRACEBACK_HEADER
 from ...model import Match
 from ..events import time_key
 from ..facts import SIGTERM_CODES, Facts
@@ -35,9 +35,24 @@ def survived_errors(facts: Facts, decision: Decision) -> Decision | None:
             return None
         if facts.source_lines.get(last.source, 0) - last.line < SURVIVED_AFTER_LINES:
             return None
+    if _traceback_after_the_errors(facts):
+        return None
     text = "errors were logged but the run went on and nothing failed afterwards: they were caught and survived"
     return decision.with_because("survived-errors", text, [incident.first for incident in facts.roots][:3],
                                  note=text, status="healthy")
+
+
+def _traceback_after_the_errors(facts: Facts) -> bool:
+    """A traceback that begins after a file's last error: what the file wrote after the error was
+    another failure (a second rank's traceback, cut where a thread's excerpt ends), not a run that
+    went on."""
+    last_error: dict = {}
+    for incident in facts.roots:
+        for match in incident.matches:
+            origin = match.line.origin
+            last_error[origin.source] = max(last_error.get(origin.source, 0), origin.line)
+    return any(m.signature.name == TRACEBACK_HEADER and m.line.origin.line > last_error.get(m.line.origin.source, 10**12)
+               for m in facts.matches)
 
 
 # A line logged at warning or info level that names an error reports it, it does not fail
