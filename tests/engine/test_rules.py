@@ -426,6 +426,10 @@ def test_peer_lost_elsewhere_names_the_class_and_no_rank():
     own = hit("user-code-exception", 20, rank=2, source="console.log", text="[rank2]: IndexError: list index out of range")
     with_cause = facts([own, _lost_peer(50, 1)], ranks=(0, 1, 2))
     assert rule("peer-lost-elsewhere").apply(with_cause, start(with_cause)) is None
+    # rank 2's traceback is in view and ends in an exception no entry knows: that is not elsewhere
+    unknown = context("failed-traceback", 15, rank=2, source="console.log", text="[rank2]: Traceback (most recent call last):")
+    unexplained = facts([unknown, _lost_peer(50, 1), _lost_peer(90, 0)], ranks=(0, 1, 2))
+    assert rule("peer-lost-elsewhere").apply(unexplained, start(unexplained)) is None
 
 
 def test_hang_silent_first_the_rank_the_others_went_past():

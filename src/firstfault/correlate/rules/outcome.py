@@ -251,6 +251,8 @@ def peer_lost_elsewhere(facts: Facts, decision: Decision) -> Decision | None:
     if not lost:
         return None
     waited = sorted({m.line.origin.rank for m in lost if m.line.origin.rank is not None})
+    if any(m.signature.name == TRACEBACK_HEADER and m.line.origin.rank not in (None, *waited) for m in facts.matches):
+        return None  # a rank that did not only wait raised something no entry explains: it is in view
     who = f"rank(s) {', '.join(map(str, waited))}" if waited else "the ranks in view"
     started = first_failed(facts, [m for m in facts.matches if m.signature.name in FAILURE_SIGNS])
     rank = started.line.origin.rank if started is not None else None
