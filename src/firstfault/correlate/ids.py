@@ -28,3 +28,5 @@ ABORT_SIGNATURES = (ABORT_CORE_DUMPED, "native-crash/cpp-terminate")
 # torchrun's `Sending process P closing signal SIGTERM` (torchelastic-child-failed): the agent is
 # stopping its workers, and the line names the pid of each
 CLOSING_SIGNAL = "closing-signal"
+# Ray's report of a worker whose process died with no Python error (torchelastic-child-failed)
+RAY_ACTOR_DIED = "ray-actor-died"

@@ -9,9 +9,7 @@ from ...model import Match
 from ..events import time_key
 from ..facts import SIGTERM_CODES, Facts
 from ..identity import TABLE_EXIT_ROW
-from ..ids import PEER_CRASH
-
-RAY_ACTOR_DIED = "ray-actor-died"  # torchelastic-child-failed: Ray's report of a worker whose process died
+from ..ids import PEER_CRASH, RAY_ACTOR_DIED
 from . import Decision, rule
 
 SURVIVABLE_WEIGHT = 0.7  # errors this generic can be caught and logged by a healthy run
@@ -133,7 +131,8 @@ def peer_vanished(facts: Facts, decision: Decision) -> Decision | None:
     peer whose process ended. Nothing in these logs says how (no launcher, shell or scheduler
     reported it: Lightning's and accelerate's own launchers, a pod's entrypoint). With one rank
     waiting, the job's size must be declared (`Starting with 2 processes`): the others could be
-    ranks that never printed."""
+    ranks that never printed. Where the others' waits do not tell, a launcher's report that one
+    worker's process died names it (Ray Train's actor-death report under `[Rank N Error Snippet]:`)."""
     from ..rank_table import WAITING
     from .hang import hang_decision, own_line, with_rank
 
