@@ -648,6 +648,21 @@ def test_every_rank_alike_with_no_activity_reads_the_ranks_the_input_shows():
     assert rule("every-rank-alike").apply(wider, _decided(alike[1], wider)) is None
 
 
+def test_every_rank_alike_not_when_the_ranks_first_raised_different_exceptions():
+    """Rank 1's KeyError, then torchrun's restart whose set-up failed on both ranks with a
+    RuntimeError (one class, user code, for both): rank 1's first error, earlier in the file though
+    its line has no time of its own, is not rank 0's, so no `every rank alike`."""
+    key = hit("user-code-exception", 81, rank=1, source="console.log", text="[default1]:[rank1]: KeyError: 'label'")
+    mesh = [hit("user-code-exception", line, rank=rank, time=100.0, source="console.log",
+                text=f"[default{rank}]:RuntimeError: Gloo connectFullMesh failed with [pair.cc:152] timed out connecting")
+            for rank, line in ((1, 235), (0, 286))]
+    activity = [stream(r, [(80, 90.0, "step 1")], source="console.log") for r in (0, 1)]
+    built = facts([key, *mesh], ranks=(0, 1), activity=activity)
+    assert rule("every-rank-alike").apply(built, _decided(key, built)) is None
+    alike = facts(mesh, ranks=(0, 1), activity=activity)
+    assert rule("every-rank-alike").apply(alike, _decided(mesh[0], alike)).initiating.line.origin.rank is None
+
+
 def test_every_rank_alike_leaves_a_disagreement_to_its_odd_one():
     """Every rank reports a collective mismatch, but rank 2's own collective differs: alike in kind
     only, so the rule leaves the rank that odd-one-out kept."""

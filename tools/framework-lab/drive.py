@@ -24,6 +24,7 @@ TRUTH = {  # fault: class, also_acceptable, has initiating rank, what was done
     "resume": ("state-dict-mismatch", PEER, False, "The job resumed (ckpt_path=) from a checkpoint written by a model with hidden size 48, where the model has 64; every rank loads it and raised 'Error(s) in loading state_dict ... size mismatch'."),
     "sigterm": ("preempted-sigterm", [], False, "The driver sent SIGTERM {target} 7 s (Ray: 25 s) after start, in the middle of training, as a scheduler preempting the job does. No rank started it."),
     "none": ("healthy", [], False, "No fault was injected; the run finished."),
+    "transient": ("healthy", [], False, "At global step {step} of the first attempt only, rank {rank} was killed with SIGKILL; torchrun (--max-restarts 2) restarted the worker group, and the second attempt trained to the end: the job succeeded."),
     "hub": ("hub-unreachable", [], False, "Every rank loaded the config of the model the run starts from (AutoConfig.from_pretrained('bert-base-uncased')) on a machine with no route to huggingface.co and nothing in its cache."),
     "padtoken": ("hf-tokenizer-missing-pad-token", PEER, False, "The collator pads each batch's captions with a tokenizer saved without a pad token; every rank raised 'Asking to pad but the tokenizer does not have a padding token' at its first batch."),
     "safetensors": ("safetensors-header-error", ["checkpoint-corrupt", *PEER], False, "The job resumed (resume_from_checkpoint=) from a checkpoint folder whose model.safetensors an interrupted copy had cut to 60 %; every rank's load raised SafetensorError 'Error while deserializing header'."),
@@ -33,7 +34,7 @@ TRUTH = {  # fault: class, also_acceptable, has initiating rank, what was done
 }
 FLAGS = {"inplace": ["--inplace"], "unused": ["--unused"], "barrier": ["--barrier"], "nan": ["--finite-check"],
          "dskey": ["--workers", "1"]}  # (lit.py's and hf.py's options)
-SCRIPT_FAULTS = {"nanloss": "nan"}  # the truth's name -> the script's fault
+SCRIPT_FAULTS = {"nanloss": "nan", "transient": "sigkill"}  # the truth's name -> the script's fault
 
 
 def command(layout, ws, port, fault, rank, step, work):
@@ -44,6 +45,8 @@ def command(layout, ws, port, fault, rank, step, work):
         common += FLAGS.get(fault, [])
     if fault == "batchsize":
         common += ["--train-batch-size", "32"]
+    if fault == "transient":
+        common += ["--once"]
     if fault == "sigterm":
         common += ["--steps", "1000000"] if layout.startswith(("ds", "ray")) else ["--epochs", "200"]
     if fault == "resume":
@@ -63,6 +66,10 @@ def command(layout, ws, port, fault, rank, step, work):
         return [*tr, "--tee", "3", f"{LAB}/lit.py", "--devices", str(ws), *common], {}
     if layout == "hf-torchrun":
         return [*tr, "--tee", "3", f"{LAB}/hf.py", *common], {}
+    if layout == "hf-restarts":  # torchrun restarts the worker group up to twice
+        return [*tr, "--max-restarts", "2", "--tee", "3", f"{LAB}/hf.py", *common], {}
+    if layout == "lit-restarts":
+        return [*tr, "--max-restarts", "2", "--tee", "3", f"{LAB}/lit.py", "--devices", str(ws), *common], {}
     if layout == "ds":  # DeepSpeed's launcher on one node (--num_gpus: processes, here on the CPU accelerator)
         return [f"{BIN}/deepspeed", "--num_gpus", str(ws), "--master_port", str(port), f"{LAB}/ds.py", *common], {}
     if layout == "ds-torchrun":

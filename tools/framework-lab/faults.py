@@ -7,6 +7,8 @@ LABELS = ["cat", "dog", "bird", "fish"]
 
 
 def at(args, rank, step):
+    if getattr(args, "once", False) and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0":
+        return False  # a transient fault: only the first attempt meets it
     return args.fault != "none" and rank == args.rank and step == args.step
 
 

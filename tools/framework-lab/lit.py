@@ -8,6 +8,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faults
 
 p = argparse.ArgumentParser()
+p.add_argument("--once", action="store_true")  # the fault fires in the first attempt only
 p.add_argument("--fault", default="none"); p.add_argument("--rank", type=int, default=1)
 p.add_argument("--step", type=int, default=5); p.add_argument("--devices", type=int, default=2)
 p.add_argument("--nodes", type=int, default=1); p.add_argument("--strategy", default="ddp")

@@ -73,13 +73,15 @@ def every_rank_alike(facts: Facts, decision: Decision) -> Decision | None:
     would send the reader to one rank's machine for a cause every rank has."""
     if decision.initiating is None or decision.rank_decided:
         return None
-    first_errors = _first_error_of_each_rank(facts)
+    first_errors = _first_error_of_each_rank(facts.roots)
     ranks = set(first_errors)
     job = facts.identity.world.size if facts.identity.world else None
     if len(ranks) < 2 or (job is not None and len(ranks) < job) or ranks != ranks_seen(facts):
         return None
     if any(match.entry_id != decision.primary for match in first_errors.values()):
         return None
+    if len({_exception_named(incident.first) for incident in _earliest_incidents(facts.roots).values()} - {None}) > 1:
+        return None  # one class, different exceptions first (a KeyError here, a failed restart's RuntimeError there)
     if odd_rank([match for match in facts.winners if match.entry_id == decision.primary]) is not None:
         return None  # alike in kind, not in content: the rank whose collective differs started it
     times = [match.line.origin.time for match in first_errors.values()]
@@ -91,14 +93,37 @@ def every_rank_alike(facts: Facts, decision: Decision) -> Decision | None:
                                  initiating=with_rank(decision.initiating, None), rank_decided=True)
 
 
-def _first_error_of_each_rank(facts: Facts) -> dict[int, Match]:
+_EXCEPTION_NAME = re.compile(r"\b([A-Za-z_][\w.]*(?:Error|Exception))(?::|$)")
+
+
+def _exception_named(match: Match) -> str | None:
+    """The exception class a failure line names (`KeyError`, `torch.OutOfMemoryError`), if any."""
+    found = _EXCEPTION_NAME.search(match.line.text)
+    return found.group(1).rsplit(".", 1)[-1] if found else None
+
+
+def _first_error_of_each_rank(roots) -> dict[int, Match]:
     """rank -> the strongest line of its earliest root incident (its own first error)."""
+    return {rank: incident.strongest for rank, incident in _earliest_incidents(roots).items()}
+
+
+def _earliest_incidents(roots) -> dict:
+    """rank -> its earliest root incident."""
     earliest: dict[int, object] = {}
-    for incident in facts.roots:
+    for incident in roots:
         rank = incident.strongest.line.origin.rank
-        if rank is not None and (rank not in earliest or time_key(incident.first) < time_key(earliest[rank].first)):
+        if rank is not None and (rank not in earliest or _printed_before(incident.first, earliest[rank].first)):
             earliest[rank] = incident
-    return {rank: incident.strongest for rank, incident in earliest.items()}
+    return earliest
+
+
+def _printed_before(match: Match, other: Match) -> bool:
+    """Earlier in time; in one file, where either line has no time of its own, earlier in the file
+    (an untimed line sorts after every timed one by time alone)."""
+    origin, before = match.line.origin, other.line.origin
+    if origin.source == before.source and (origin.time is None or before.time is None):
+        return origin.line < before.line
+    return time_key(match) < time_key(other)
 
 
 def _same_event(facts: Facts, initiating: Match) -> list[Match]:
