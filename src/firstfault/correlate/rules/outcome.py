@@ -239,9 +239,11 @@ def _seen_to_finish_or_progress(facts: Facts) -> bool:
 @rule("peer-lost-elsewhere")
 def peer_lost_elsewhere(facts: Facts, decision: Decision) -> Decision | None:
     """No error of a rank's own, and the errors are ranks losing a peer (its connection closed or
-    reset): a rank died and the others lost it. Which one, and how, the logs in view do not show (a
-    thread's excerpt that begins after it, a console that lost that rank's output): the verdict says
-    so and names no rank; the knowledge base's entry for what the others printed is the one to read."""
+    reset): a rank died and the others lost it. How, the logs in view do not show (a thread's
+    excerpt that begins after it, a console that lost that rank's output): the verdict is the
+    knowledge base's entry for what the others printed, and says so. It names the rank a launcher
+    reports failing first, where that rank did not only wait; else no rank. A rank that did not
+    only wait and shows a traceback no entry explains is left to `failed-unexplained`."""
     from .hang import hang_decision
 
     if decision.roots or decision.symptoms:
