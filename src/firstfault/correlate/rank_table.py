@@ -65,6 +65,12 @@ def ranks_seen(facts) -> set[int]:
     return streams or set(facts.inputs.ranks)
 
 
+def size_declared(facts) -> bool:
+    """Whether the logs declare the job's size and it is the ranks the table has (every rank is in
+    view, so one not accounted for is the only one left)."""
+    return facts.identity.world is not None and facts.identity.world.size == len(facts.rows)
+
+
 def build_rows(facts) -> dict[int, _Row]:
     rows = {rank: _Row(rank) for rank in job_ranks(facts)}
     if not rows:

@@ -72,10 +72,10 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("launcher-failed", r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)",
              ("E0425 09:39:11.882000 311 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) local_rank: 0 (pid: 318) of binary: /workspace/.venv/bin/python",),
              ("  exitcode  : -6 (pid: 318)",)),
-    # DeepSpeed's launcher: which local rank died, and each node's rank and process count
-    # DeepSpeed's launcher: the command it prints is that of the local rank it started last, whichever
-    # one exited (deepspeed/launcher/launch.py, sigkill_handler logs the spawn loop's last `cmd` with
-    # the failed process's return code): the line names no rank
+    # DeepSpeed's launcher: that a process exited, and its code. The command it prints is that of the
+    # local rank it started last, whichever one exited
+    # (deepspeed/launcher/launch.py, sigkill_handler logs the spawn loop's last `cmd` with the failed
+    # process's return code): the line names no rank
     _context("launcher-failed-deepspeed", r"sigkill_handler\] \[.*\] exits with return code = (?P<code>-?\d+)",
              ("[2022-07-12 10:51:56,020] [ERROR] [launch.py:184:sigkill_handler] ['/usr/bin/python3', '-u', 'run_pretraining.py', '--local_rank=7', '--model_type', 'bert-mlm'] exits with return code = -6",),
              ("[2022-07-12 10:51:56,020] [INFO] [launch.py:318:sigkill_handler] Killing subprocess 51872",)),

@@ -133,7 +133,7 @@ def peer_vanished(facts: Facts, decision: Decision) -> Decision | None:
     waiting, the job's size must be declared (`Starting with 2 processes`): the others could be
     ranks that never printed. Where the others' waits do not tell, a launcher's report that one
     worker's process died names it (Ray Train's actor-death report under `[Rank N Error Snippet]:`)."""
-    from ..rank_table import WAITING
+    from ..rank_table import WAITING, size_declared
     from .hang import hang_decision, own_line, with_rank
 
     if decision.roots or decision.symptoms:
@@ -141,7 +141,7 @@ def peer_vanished(facts: Facts, decision: Decision) -> Decision | None:
     rows = facts.rows
     waiting = [rank for rank, row in rows.items() if row.ended in WAITING]
     others = [rank for rank, row in rows.items() if row.ended not in WAITING]
-    declared = facts.identity.world is not None and facts.identity.world.size == len(rows)
+    declared = size_declared(facts)
     reported = _reported_dead(facts)
     by_report = len(others) != 1 or not waiting or (len(waiting) < 2 and not declared)
     if by_report:

@@ -12,7 +12,7 @@ from ..events import time_key
 from ..facts import Facts, SIGTERM_CODES
 from ..ids import EXTERNAL_STOP, SIGNAL_DEATHS, STRAGGLER
 from ..odd_one_out import no_odd_one, odd_rank
-from ..rank_table import ranks_seen
+from ..rank_table import ranks_seen, size_declared
 from . import Decision, rule
 from .hang import with_rank
 
@@ -73,14 +73,15 @@ def every_rank_alike(facts: Facts, decision: Decision) -> Decision | None:
     would send the reader to one rank's machine for a cause every rank has."""
     if decision.initiating is None or decision.rank_decided:
         return None
-    first_errors = _first_error_of_each_rank(facts.roots)
+    earliest = _earliest_incidents(facts.roots)
+    first_errors = {rank: incident.strongest for rank, incident in earliest.items()}  # each rank's own first error
     ranks = set(first_errors)
     job = facts.identity.world.size if facts.identity.world else None
     if len(ranks) < 2 or (job is not None and len(ranks) < job) or ranks != ranks_seen(facts):
         return None
     if any(match.entry_id != decision.primary for match in first_errors.values()):
         return None
-    if len({_exception_named(incident.first) for incident in _earliest_incidents(facts.roots).values()} - {None}) > 1:
+    if len({_exception_named(incident.first) for incident in earliest.values()} - {None}) > 1:
         return None  # one class, different exceptions first (a KeyError here, a failed restart's RuntimeError there)
     if odd_rank([match for match in facts.winners if match.entry_id == decision.primary]) is not None:
         return None  # alike in kind, not in content: the rank whose collective differs started it
@@ -100,11 +101,6 @@ def _exception_named(match: Match) -> str | None:
     """The exception class a failure line names (`KeyError`, `torch.OutOfMemoryError`), if any."""
     found = _EXCEPTION_NAME.search(match.line.text)
     return found.group(1).rsplit(".", 1)[-1] if found else None
-
-
-def _first_error_of_each_rank(roots) -> dict[int, Match]:
-    """rank -> the strongest line of its earliest root incident (its own first error)."""
-    return {rank: incident.strongest for rank, incident in _earliest_incidents(roots).items()}
 
 
 def _earliest_incidents(roots) -> dict:
@@ -258,8 +254,7 @@ def complement(facts: Facts, decision: Decision) -> Decision | None:
     others = [rank for rank, row in rows.items() if row.ended not in (*WAITING, "stopped")]
     # (one rank waiting is enough when the job's size is declared and is the ranks in view: the
     # two of a 2-rank job; else the others could be ranks that never printed)
-    declared = facts.identity.world is not None and facts.identity.world.size == len(rows)
-    if len(others) != 1 or not waiting or (len(waiting) < 2 and not declared):
+    if len(others) != 1 or not waiting or (len(waiting) < 2 and not size_declared(facts)):
         return None
     first_wait = min((rows[rank].ended_match for rank in waiting), key=time_key)
     return _named(decision, "rank-complement", others[0],
