@@ -149,6 +149,8 @@ class InputSummary:
     first_time: float | None = None  # the earliest and latest times the logs' lines carry (None: no times)
     last_time: float | None = None
     spans: tuple[tuple[str, float, float], ...] = ()  # (file, its first time, its last time) of each timed file
+    # (file, the line of its first worker line a launcher prefixed) of each console torchrun's prefixes show in
+    launched: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

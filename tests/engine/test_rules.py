@@ -160,6 +160,42 @@ def test_outlived_by_progress_needs_progress_that_advances():
     assert rule("outlived-by-progress").apply(built, start(built)) is None
 
 
+def _launched_console(matches, first_worker_line):
+    summary = InputSummary(files=("node1.log",), ranks=(2, 3), launched=(("node1.log", first_worker_line),))
+    return build_facts(list(matches), summary, False, None, RELATIONS, (), build_identity(list(matches), ranks_seen=(2, 3)))
+
+
+def test_launcher_went_on_drops_a_launcher_error_before_its_workers_started():
+    """torch 2.1/2.4: a second agent on the rendezvous host logs that the store's port is taken,
+    joins as a client, and starts its workers: the error is not where the failure started."""
+    bind = hit("port-in-use", 6, source="node1.log", text="[W socket.cpp:436] [c10d] The server socket has failed to bind")
+    stop = hit("preempted-sigterm", 15, source="node1.log", text="Received 15 death signal, shutting down workers")
+    fault = hit("user-code-exception", 23, rank=3, source="node1.log", weight=0.5)
+    built = _launched_console([bind, stop, fault], first_worker_line=9)
+    decided = rule("launcher-went-on").apply(built, start(built))
+    kept = [match for incident in decided.roots for match in incident.matches]
+    assert bind not in kept and stop in kept and fault in kept  # the stream's later stop stays
+    assert "node1.log:9" in decided.because[-1].text
+
+
+def test_launcher_went_on_not_after_the_workers_started_nor_for_a_rank_nor_without_a_launcher():
+    late = hit("port-in-use", 12, source="node1.log")
+    built = _launched_console([late], first_worker_line=9)
+    assert rule("launcher-went-on").apply(built, start(built)) is None  # the workers' lines came first
+    ranked = hit("port-in-use", 6, rank=0, source="node1.log")
+    built = _launched_console([ranked], first_worker_line=9)
+    assert rule("launcher-went-on").apply(built, start(built)) is None  # a worker's own error
+    plain = hit("port-in-use", 6, source="node1.log")
+    built = facts([plain])  # no console torchrun prefixed: nothing says its workers started after
+    assert rule("launcher-went-on").apply(built, start(built)) is None
+
+
+def test_launcher_went_on_keeps_a_stop_before_the_workers():
+    stop = hit("preempted-sigterm", 4, source="node1.log", text="Received 15 death signal")
+    built = _launched_console([stop], first_worker_line=9)
+    assert rule("launcher-went-on").apply(built, start(built)) is None
+
+
 def test_external_stop_after_fault_makes_the_stop_a_consequence():
     stop = hit("preempted-sigterm", 50, time=1000.0, source="slurm.out", text="CANCELLED DUE TO TIME LIMIT")
     fault = hit("cuda-device-side-assert", 20, rank=5, source="rank5.log")  # no time of its own

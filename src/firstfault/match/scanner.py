@@ -36,6 +36,9 @@ PROGRESS_TAIL_LINES = 4  # and its last progress lines (steps, loss) within that
 _PREFIXES = rb"(?:\s{0,3}\d{1,5}: )?(?:[\w.-]{1,64}: )?"
 _CENSUS = re.compile(rb"\n" + _PREFIXES + rb"\[([A-Za-z_-]*?)(\d{1,6})\]:(?:\[rank(\d{1,6})\]:)?")
 _SRUN_CENSUS = re.compile(rb"\n\s{0,3}(\d{1,5}): ")
+# a worker's line as its launcher prefixes it (torchrun --tee: `[default0]:`, `[trainer1]:`), which
+# a worker prints only once torchrun started it; torch's own `[rank0]:` says nothing of a launcher
+_LAUNCHED = re.compile(rb"\n" + _PREFIXES + rb"\[(?!rank\d)[A-Za-z_-]+\d{1,6}\]:")
 # srun --label around another prefix: `3: [rank3]:` (a task per rank) or `1: [rank9]:`/`1: [default1]:`
 # (a launcher per node, the task is the node)
 _TASK_WRAPS = re.compile(rb"\n\s{0,3}(\d{1,5}): \[([A-Za-z_-]*?)(\d{1,6})\]:")
@@ -100,6 +103,7 @@ class FileScan:
     task_layout_read: bool = False
     first_time: float | None = None
     last_time: float | None = None  # of the last timed line read so far, any stream
+    first_launched: int | None = None  # the line of the first worker line a launcher prefixed (`[default0]:`)
     stream_times: dict = field(default_factory=dict)  # rank stream -> its last time read so far
     tails: dict = field(default_factory=dict)  # rank stream (None: the file's only one) -> [(line, time, text)]
     progress_tails: dict = field(default_factory=dict)  # rank stream -> its last progress lines, same form
@@ -117,7 +121,7 @@ class FileScan:
                         process_pids=set(self.process_pids),
                         srun_tasks=set(self.srun_tasks), tasks_are_nodes=self.tasks_are_nodes,
                         task_layout_read=self.task_layout_read,
-                        first_time=self.first_time,
+                        first_time=self.first_time, first_launched=self.first_launched,
                         last_time=self.last_time, stream_times=dict(self.stream_times),
                         found_once=set(self.found_once))  # tails: the chunk's own, merged by the caller
 
@@ -196,6 +200,8 @@ class Scanner:
         else:
             bracket, nccl_locals, _rendered = hints
         seen_globals, seen_locals, pids = set(), set(), set()
+        if bracket and scan.first_launched is None:
+            scan.first_launched = _first_launched(block)
         if bracket:
             for role, local, global_rank in _prefix_census(block):
                 if role == b"rank":
@@ -534,6 +540,14 @@ def _merge_lone_text_rank(found: dict, progress: dict) -> None:
             lines = kept.pop(stream, [])
             if lines:
                 kept[None] = sorted(kept.get(None, []) + lines, key=lambda item: -item[0])[:TAIL_LINES if kept is found else PROGRESS_TAIL_LINES]
+
+
+def _first_launched(block: Block) -> int | None:
+    """The line of the block's first line that a launcher prefixed with its worker's name
+    (torchrun's `[default0]:`, `[trainer1]:`; not torch's own `[rank0]:`), among its first 64 KiB."""
+    head = b"\n" + block.data[:65536]
+    found = _LAUNCHED.search(head)
+    return None if found is None else block.first_line + head.count(b"\n", 1, found.start() + 1)
 
 
 def _prefix_census(block: Block) -> set:

@@ -73,6 +73,8 @@ class IncrementalScan:
         add_later_ids(scan, chunk, first_line - 1)
         # the chunk started from this scan's times (see FileScan.resumed): its are the latest
         scan.first_time = chunk.first_time
+        if scan.first_launched is None and chunk.first_launched is not None:  # (else the chunk carried this one's)
+            scan.first_launched = chunk.first_launched + first_line - 1
         scan.last_time = chunk.last_time
         scan.stream_times = chunk.stream_times
 

@@ -92,6 +92,49 @@ def outlived_by_progress(facts: Facts, decision: Decision) -> Decision | None:
         symptoms=tuple(m for m in decision.symptoms if m not in survived_symptoms))
 
 
+@rule("launcher-went-on")
+def launcher_went_on(facts: Facts, decision: Decision) -> Decision | None:
+    """Errors a launcher printed before it started its workers, in the console it shares with them
+    (a line that names no rank, above the first line torchrun prefixed with a worker's name): torchrun
+    starts its workers only once its rendezvous is complete, so it got past them. Seen with torch 2.1
+    and 2.4: an agent on the rendezvous endpoint's host logs that the store's port is taken when
+    another agent there already serves it, and joins as a client (c10d_rendezvous_backend.py)."""
+    roots, survived = [], []
+    for incident in decision.roots:
+        before = [match for match in incident.matches if _before_its_workers(facts, match)]
+        survived += before
+        rest = [match for match in incident.matches if match not in before]  # (its stream's later lines)
+        if rest:
+            roots.append(incident if not before else Incident(rest))
+    survived += [match for match in decision.symptoms if _before_its_workers(facts, match)]
+    if not survived:
+        return None
+    first = min(survived, key=lambda match: match.order)
+    source = first.line.origin.source
+    started = _workers_started(facts, source)
+    text = (f"{len(survived)} error line(s) of the launcher (e.g. {first.entry_id} at {source}:"
+            f"{first.line.origin.line}, a line that names no rank) came before it started its workers "
+            f"(their first line: {source}:{started}): it got past them")
+    return decision.with_because(
+        "launcher-went-on", text, [first, (source, started)],
+        roots=tuple(sorted(roots, key=lambda incident: time_key(incident.first))),
+        symptoms=tuple(match for match in decision.symptoms if match not in survived))
+
+
+def _workers_started(facts: Facts, source: str) -> int | None:
+    return next((line for launched, line in facts.inputs.launched if launched == source), None)
+
+
+def _before_its_workers(facts: Facts, match: Match) -> bool:
+    """A line that names no rank, in a console of workers a launcher started, above their first
+    line (not an external stop: a signal before the workers started stopped the launcher)."""
+    if _is_stop(facts, match.entry_id):
+        return False
+    origin = match.line.origin
+    started = _workers_started(facts, origin.source)
+    return origin.rank is None and started is not None and origin.line < started
+
+
 def _is_stop(facts: Facts, entry_id: str) -> bool:
     return facts.relations.core(entry_id) == EXTERNAL_STOP
 

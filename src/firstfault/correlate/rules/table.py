@@ -11,7 +11,7 @@ from .hang import (aborted_together, after_the_end, all_timed_out, alone_in_barr
                    never_joined, p2p_redirected, sequence_behind, stacks_differ, step_behind)
 from .outcome import failed_unexplained, nothing_failed, peer_lost_elsewhere, peer_vanished, survived_errors
 from .primary import earliest_root, specific_symptom, strongest_symptom
-from .progress import hang_unattributed, hung, outlived_by_progress, silent_first, stop_after_fault, stop_ended_hang
+from .progress import hang_unattributed, hung, launcher_went_on, outlived_by_progress, silent_first, stop_after_fault, stop_ended_hang
 from .rank import (complement, every_rank_alike, launcher_first, mismatch_no_odd_one, needs_rank, odd_one_out, only_process, rank_from_bus, rank_from_device_event,
                    rank_from_device_index, rank_from_pid, same_fault_nearby, waited_for)
 from .teardown import (after_first_timeout, after_launcher_report, after_own_failure, explained_by_another, loopback_across_hosts,
@@ -30,7 +30,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("ending", (job_finished,), first_only=True),
     Stage("healthy", (survived_errors,), first_only=True, when=_undecided),
     Stage("filter", (restarted_and_went_on, finished_after_it, loopback_across_hosts, after_first_timeout, after_own_failure,
-                     sigterm_from_the_launcher, after_launcher_report, outlived_by_progress,
+                     sigterm_from_the_launcher, after_launcher_report, outlived_by_progress, launcher_went_on,
                      stop_after_fault, stop_ended_hang, waiting_for_failed_rank, explained_by_another),
           when=_undecided),
     Stage("primary", (aborted_together, specific_symptom, earliest_root, strongest_symptom), first_only=True, when=_undecided),
