@@ -102,6 +102,22 @@ def test_teardown_after_launcher_report_counts_its_sigterms_to_the_workers():
     assert [incident.failure_id for incident in decided.roots] == ["preempted-sigterm"]
 
 
+def test_teardown_after_launcher_report_not_from_a_report_whose_time_is_carried():
+    """torch 2.0's agent prints `WARNING:torch.distributed.elastic...:Sending process P closing
+    signal SIGTERM` with no time: it carries the workers' last time, a time it came at or after.
+    Slurm's cancel 8 s later is not after it: it is what made the agent stop them (a real run)."""
+    closing = hit("torchelastic-child-failed", 26, source="console.log", role="collateral", name="closing-signal",
+                  time=1000.0, inherited=True, text="Sending process 20897 closing signal SIGTERM")
+    agent = hit("preempted-sigterm", 25, source="console.log", time=1000.0, inherited=True,
+                text="Received 15 death signal, shutting down workers")
+    cancel = hit("preempted-sigterm", 1, source="slurm.out", time=1008.0, text="CANCELLED AT ... DUE TO TIME LIMIT")
+    built = facts([agent, closing, cancel])
+    assert rule("teardown-after-launcher-report").apply(built, start(built)) is None
+    timed = replace(closing, line=LogLine(closing.line.text, replace(closing.line.origin, time_inherited=False)))
+    built = facts([agent, timed, cancel])  # a report with a time of its own places the cancel after it
+    assert cancel not in [m for i in rule("teardown-after-launcher-report").apply(built, start(built)).roots for m in i.matches]
+
+
 def test_sigterm_from_the_launcher_is_the_teardown_of_a_worker_that_crashed():
     """Rank 1 segfaulted; torchrun sent rank 0 SIGTERM and rank 0's Lightning printed `Received
     SIGTERM: 15` on a line with no time of its own: that is the launcher stopping it, not a

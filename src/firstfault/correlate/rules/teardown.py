@@ -112,7 +112,9 @@ def after_launcher_report(facts: Facts, decision: Decision) -> Decision | None:
     """Once the launcher reported a worker failing, what other processes print is teardown."""
     # (its `Sending process P closing signal SIGTERM` to the others says the same: it is stopping them)
     stopping = [match for match in facts.matches if match.signature.name == CLOSING_SIGNAL]
-    reports = [match for match in (*facts.launcher_failures, *stopping) if match.line.origin.time is not None]
+    # a report whose time was carried from an earlier line came at that time or later: it places nothing
+    reports = [match for match in (*facts.launcher_failures, *stopping)
+               if match.line.origin.time is not None and not match.line.origin.time_inherited]
     if not reports:
         return None
     first = min(reports, key=time_key)
