@@ -150,6 +150,7 @@ class InputSummary:
     last_time: float | None = None
     spans: tuple[tuple[str, float, float], ...] = ()  # (file, its first time, its last time) of each timed file
     # (file, the line of its first worker line a launcher prefixed) of each console torchrun's prefixes show in
+    # (when the scan could place it)
     launched: tuple[tuple[str, int], ...] = ()
 
 

@@ -159,7 +159,7 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
         last_time=max((scan.last_time for scan in read if scan.last_time is not None), default=None),
         spans=tuple((scan.input.display, scan.first_time, scan.last_time) for scan in read
                     if scan.first_time is not None and scan.last_time is not None),
-        launched=tuple((scan.input.display, scan.first_launched) for scan in read if scan.first_launched is not None),
+        launched=tuple((scan.input.display, scan.first_launched) for scan in read if scan.first_launched),
     )
     # the number of each input's last line: a piece of a text that held several files (a post's code
     # block, tail's sections) numbers its lines as that text does, from its first_line

@@ -63,3 +63,14 @@ def test_a_console_fed_line_by_line_finds_the_same_first_worker_line():
     for line in (AGENT + WORKERS).encode().splitlines(keepends=True):
         growing.feed(line)
     assert whole.first_launched == growing.scan.first_launched == FIRST_WORKER_LINE
+
+
+def test_the_first_worker_line_is_found_past_a_long_preamble():
+    """The agent may print a lot before its workers start (NCCL or rendezvous debug lines): the
+    first worker line is found wherever it is in the block, not only among its first lines."""
+    preamble = "".join(f"I1206 06:52:{index % 60:02d}.000000 140 torch/distributed/elastic/rendezvous/api.py:1] "
+                       f"rendezvous round {index} keep-alive ok\n" for index in range(1500))
+    diagnosis = diagnosis_of(preamble + AGENT + WORKERS)
+    assert len(preamble) > 100_000
+    assert diagnosis.inputs.launched == (("node1.log", 1500 + FIRST_WORKER_LINE),)
+    assert diagnosis.primary.failure_id == "user-code-exception"

@@ -200,13 +200,13 @@ class Scanner:
         else:
             bracket, nccl_locals, _rendered = hints
         seen_globals, seen_locals, pids = set(), set(), set()
-        if bracket and scan.first_launched is None:
-            scan.first_launched = _first_launched(block)
         if bracket:
             for role, local, global_rank in _prefix_census(block):
                 if role == b"rank":
                     seen_globals.add(int(local))
                     continue
+                if role and scan.first_launched is None:  # the first block with a launcher's prefix
+                    scan.first_launched = _first_launched(block)
                 seen_locals.add(int(local))
                 if global_rank:
                     scan.local_to_global[(int(local), int(global_rank))] += 1
@@ -542,12 +542,14 @@ def _merge_lone_text_rank(found: dict, progress: dict) -> None:
                 kept[None] = sorted(kept.get(None, []) + lines, key=lambda item: -item[0])[:TAIL_LINES if kept is found else PROGRESS_TAIL_LINES]
 
 
-def _first_launched(block: Block) -> int | None:
+def _first_launched(block: Block) -> int:
     """The line of the block's first line that a launcher prefixed with its worker's name
-    (torchrun's `[default0]:`, `[trainer1]:`; not torch's own `[rank0]:`), among its first 64 KiB."""
-    head = b"\n" + block.data[:65536]
-    found = _LAUNCHED.search(head)
-    return None if found is None else block.first_line + head.count(b"\n", 1, found.start() + 1)
+    (torchrun's `[default0]:`, `[trainer1]:`; not torch's own `[rank0]:`): the census saw one."""
+    data = block.data
+    if _LAUNCHED.match(b"\n" + data[:512]):
+        return block.first_line
+    found = _LAUNCHED.search(data)
+    return block.first_line + data.count(b"\n", 0, found.start()) + 1 if found else 0
 
 
 def _prefix_census(block: Block) -> set:

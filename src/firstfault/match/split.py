@@ -249,7 +249,7 @@ def _absorb(scanner: Scanner, merged: FileScan, scanned: PartScan, offset: int) 
     add_later_ids(merged, part, offset)
     merged.first_time = merged.first_time if merged.first_time is not None else part.first_time
     if merged.first_launched is None and part.first_launched is not None:
-        merged.first_launched = part.first_launched + offset
+        merged.first_launched = part.first_launched + offset if part.first_launched else 0
     merged.last_time = part.last_time if part.last_time is not None else merged.last_time
     merged.stream_times.update(part.stream_times)
     stats, more = merged.stats, part.stats

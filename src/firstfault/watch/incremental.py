@@ -74,7 +74,7 @@ class IncrementalScan:
         # the chunk started from this scan's times (see FileScan.resumed): its are the latest
         scan.first_time = chunk.first_time
         if scan.first_launched is None and chunk.first_launched is not None:  # (else the chunk carried this one's)
-            scan.first_launched = chunk.first_launched + first_line - 1
+            scan.first_launched = chunk.first_launched + first_line - 1 if chunk.first_launched else 0
         scan.last_time = chunk.last_time
         scan.stream_times = chunk.stream_times
 
