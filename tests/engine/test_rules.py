@@ -746,6 +746,28 @@ def test_rank_from_same_fault_nearby():
     assert rule("rank-from-same-fault-nearby").apply(built, _decided(bare, built)).rank == 1
 
 
+def _frame(line, file, source="console.log"):
+    return context("stack-frame", line, source=source, captures={"file": file, "func": "main"},
+                   text=f'  File "{file}", line 6, in main')
+
+
+def test_raised_by_the_launcher_names_no_rank():
+    """DeepSpeed 0.15's launcher on a CPU machine without numactl raised before it started a rank
+    (a real run): the one process in view is the launcher, not rank 0."""
+    header = context("failed-traceback", 4, source="console.log", text="Traceback (most recent call last):")
+    error = hit("user-code-exception", 9, source="console.log",
+                text="FileNotFoundError: [Errno 2] No such file or directory: 'numactl'")
+    launcher = [header, _frame(5, "/venv/bin/deepspeed"), _frame(7, "/venv/lib/python3.11/site-packages/deepspeed/launcher/runner.py"), error]
+    built = facts(launcher, single=True)
+    decided = rule("raised-by-the-launcher").apply(built, _decided(error, built))
+    assert decided.rank is None and decided.rank_decided
+    script = [header, _frame(5, "/job/train.py"), _frame(7, "/venv/lib/python3.11/site-packages/deepspeed/utils/numa.py"), error]
+    built = facts(script, single=True)  # the script's own traceback: the only process is rank 0
+    assert rule("raised-by-the-launcher").apply(built, _decided(error, built)) is None
+    built = facts(launcher)  # several processes: another rule says which
+    assert rule("raised-by-the-launcher").apply(built, _decided(error, built)) is None
+
+
 def test_rank_only_process():
     bare = hit("cuda-oom", 10)
     built = facts([bare], single=True)

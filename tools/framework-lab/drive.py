@@ -8,6 +8,10 @@ BIN = os.path.join(os.environ.get("FRAMEWORK_VENV", "/tmp/fw"), "bin"); PY = os.
 LAB = os.path.dirname(os.path.abspath(__file__))
 OUT = Path(sys.argv[1]); OUT.mkdir(parents=True, exist_ok=True)
 PEER = ["collective-timeout-peer-crash"]
+# the releases in the venv, as each case records them
+VERSIONS = subprocess.run([PY, "-c", "import importlib.metadata as m\nnames = []\nfor p in ('torch', 'lightning', 'transformers', "
+                           "'accelerate', 'deepspeed', 'ray'):\n    try: names.append(p + ' ' + m.version(p))\n    except m.PackageNotFoundError: pass\n"
+                           "print(', '.join(names))"], capture_output=True, text=True).stdout.strip()
 TRUTH = {  # fault: class, also_acceptable, has initiating rank, what was done
     "index": ("user-code-exception", PEER, True, "At global step {step} rank {rank}'s training step mapped its label ids through a label list with an offset past its end and raised 'IndexError: list index out of range'."),
     "target": ("user-code-exception", PEER, True, "At global step {step} rank {rank}'s batch had a label id 9 for a 4-class head; F.cross_entropy raised 'IndexError: Target 9 is out of bounds'."),
@@ -138,8 +142,7 @@ def run(layout, fault, ws, rank, step, port):
     launch = "; ".join(" ".join(a.replace(LAB + "/", "") for a in argv) for argv, _name in runs)
     spec = {
         "id": cid, "provenance": "real-run",
-        "source": f"tools/framework-lab/drive.py, 2026-12-06 (twelfth session): {layout}, {ws} ranks "
-                  f"(torch 2.13.0+cpu, lightning 2.6.6, transformers 5.25.0, accelerate 1.16.0, deepspeed 0.19.8, ray 2.60.0; CPU, gloo)",
+        "source": f"tools/framework-lab/drive.py, {time.strftime('%Y-%m-%d')}: {layout}, {ws} ranks ({VERSIONS}; CPU, gloo)",
         "expect": {"class": cls, "also_acceptable": also,
                    "initiating_rank": rank if has_rank else None, "initiating_host": None,
                    "collateral_ranks": [r for r in range(ws) if r != rank] if has_rank else []},

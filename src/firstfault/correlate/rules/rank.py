@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ...match.context import LAUNCHER_FAILED
+from ...match.context import LAUNCHER_FAILED, STACK_FRAME, TRACEBACK_HEADER
 from ...model import Match
 from ..devices import bus_of
 from ..identity import bus_key, pid_key
@@ -19,6 +19,10 @@ from .hang import with_rank
 SAME_EVENT_LINES = 20  # lines of the same failure just after the initiating one
 SAME_FAULT_LINES = 200
 _PID_IN_TEXT = re.compile(r"\bpid[=: ]+(\d+)|Killed process (\d+)")
+# the entry points of launchers, as a traceback's outermost frame shows them
+LAUNCHER_ENTRIES = ("/bin/deepspeed", "deepspeed/launcher/", "/bin/torchrun", "torch/distributed/run.py",
+                    "torch/distributed/launch.py", "/bin/accelerate", "accelerate/commands/")
+TRACEBACK_LINES = 200  # a traceback's frames are at most this far above its exception
 
 
 def needs_rank(facts: Facts, decision: Decision) -> bool:
@@ -305,6 +309,30 @@ def same_fault_nearby(facts: Facts, decision: Decision) -> Decision | None:
     where = nearby.line.origin
     return _named(decision, "rank-from-same-fault-nearby", where.rank,
                   f"reports the same failure a few lines later ({where.source}:{where.line})", [nearby])
+
+
+@rule("raised-by-the-launcher")
+def raised_by_the_launcher(facts: Facts, decision: Decision) -> Decision | None:
+    """One process only, and its traceback begins in a launcher's entry point (DeepSpeed's runner,
+    torchrun, accelerate's launch command): the launcher raised it before it started any rank, so no
+    rank started it (DeepSpeed 0.15's launcher without numactl on a CPU machine, a real run)."""
+    if not facts.single_process or not _raised_in_a_launcher(facts, decision.initiating):
+        return None
+    text = "the failing traceback begins in the launcher's own entry point: it raised before starting any rank"
+    return decision.with_because("raised-by-the-launcher", text, [decision.initiating], note=text, rank_decided=True)
+
+
+def _raised_in_a_launcher(facts: Facts, match: Match) -> bool:
+    origin = match.line.origin
+    in_file = [m for m in facts.matches if m.line.origin.source == origin.source
+               and origin.line - TRACEBACK_LINES <= m.line.origin.line < origin.line]
+    header = max((m.line.origin.line for m in in_file if m.signature.name == TRACEBACK_HEADER), default=None)
+    if header is None:
+        return False
+    frames = sorted((m for m in in_file if m.signature.name == STACK_FRAME and m.line.origin.line > header),
+                    key=lambda m: m.line.origin.line)
+    outermost = next((m.captures.get("file", "") for m in frames if not m.captures.get("file", "").startswith("<")), "")
+    return any(entry in outermost for entry in LAUNCHER_ENTRIES)
 
 
 @rule("rank-only-process")
