@@ -229,6 +229,23 @@ def test_srun_task_exit_report_names_the_rank_the_kernel_killed(tmp_path):
     assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (3, "a100-n07")
 
 
+def test_a_shells_kill_report_in_a_ranks_own_log_names_the_pid_the_kernel_killed(tmp_path):
+    """`python train.py > rank1.log 2>&1` under a shell: the shell reports the death of the process it
+    started in that process's own log, so the pid dmesg names is rank 1's (a real torch 1.13 run,
+    where nothing else declares the job's size). In a console of several processes it says nothing."""
+    _write(tmp_path / "rank0.log", "step 5 loss 0.41\n" + PEER_CLOSED + "\n")
+    _write(tmp_path / "rank1.log", "step 5 loss 0.40\nbash: line 1: 26062 Killed                  python train.py\n")
+    _write(tmp_path / "dmesg.txt",
+           "[Sun Dec  6 07:35:35 2026] Out of memory: Killed process 26062 (python) total-vm:2787688kB, anon-rss:384112kB\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "host-oom-killed"
+    assert diagnosis.initiating.rank == 1
+    (tmp_path / "rank1.log").unlink()
+    _write(tmp_path / "console.log", "[rank0]: step 5 loss 0.41\n[rank1]: step 5 loss 0.40\n"
+           "bash: line 1: 26062 Killed                  torchrun --nproc-per-node 2 train.py\n")
+    assert diagnose_paths([str(tmp_path)]).initiating.rank is None
+
+
 def test_a_local_rank_on_one_of_two_nodes_is_not_taken_for_its_global_rank(tmp_path):
     """Two nodes' consoles, cut to their last lines: torchrun on gpu-b07 reports local rank 5
     failing, and only its failure table says that worker is global rank 13. With files from two

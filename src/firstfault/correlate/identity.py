@@ -17,7 +17,8 @@ local rank, pid, host), rank/host pairs in init lines (`rank 3 of 16, local rank
 mpirun, Megatron), Ray and vLLM worker prefixes (pid and rank), Ray task errors (pid and node),
 NCCL's own prefix (`host:pid:tid [cudaDev]`) and init lines (rank, cudaDev, busId), nvidia-smi
 (GPU index, bus id, pids), DeepSpeed's list of its
-subprocesses, Slurm's task reports, and file names. A kernel event that names a pid and a bus
+subprocesses, Slurm's task reports, a shell's report of the process it started (in that process's
+own log), and file names. A kernel event that names a pid and a bus
 (an Xid) is not a link: over days a GPU runs many processes, so the event is asked about its pid.
 """
 from __future__ import annotations
@@ -31,6 +32,10 @@ from ..match.context import (DEVICE_BUS, DEVICE_PROCESS, HOST_PAIRS, HOST_SIGNAT
                              LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC, LAUNCHER_SIZE, LAUNCHER_WORLD,
                              RANK_DECLARED, RANK_HOST_DECLARED, WORLD_SIZE, declared_rank)
 from ..model import Match
+from .ranks import RANK_FROM
+
+SHELL_KILLED = "shell-reports-killed"  # `bash: line 1: 26062 Killed  python train.py` (host-oom-killed)
+ONE_PROCESS_FILE = (RANK_FROM["file"], RANK_FROM["declared"])  # a file that is one process's output
 
 TABLE_ROW_DISTANCE = 3  # lines between a failure table's host row and its rank row
 STRONG = 5  # a line that pairs two names on purpose (a failure table, an init line)
@@ -337,6 +342,10 @@ def _links_from_matches(matches: list[Match], file_hosts: dict) -> list[Link]:
         elif name in LAUNCHER_FAILED and captures.get("pid") and origin.rank is not None:
             links.append(Link((rank_key(origin.rank), pid_key(int(captures["pid"]), host)), host,
                               "the launcher's report names the rank's pid", where, STRONG))
+        elif name == SHELL_KILLED and captures.get("pid") and origin.rank is not None and origin.rank_from in ONE_PROCESS_FILE:
+            # the shell that started the process whose output the file is reports its death there
+            links.append(Link((rank_key(origin.rank), pid_key(int(captures["pid"]), host)), host,
+                              "the shell's report of the process it started, in that process's own log", where, STRONG))
         elif name == "host-ray-pid-ip":
             links.append(Link((pid_key(int(captures["pid"]), captures["host"]),), captures["host"],
                               "Ray names the worker's pid and node", where, STRONG))
