@@ -74,3 +74,13 @@ def test_the_first_worker_line_is_found_past_a_long_preamble():
     assert len(preamble) > 100_000
     assert diagnosis.inputs.launched == (("node1.log", 1500 + FIRST_WORKER_LINE),)
     assert diagnosis.primary.failure_id == "user-code-exception"
+
+
+def test_a_run_that_got_past_its_launchers_bind_errors_and_finished_is_healthy():
+    """torch 2.2 with TORCH_CPP_LOG_LEVEL=INFO (a real run): the agent logs the bind failure and its
+    `[E socket.cpp:500] ... failed to listen` at error level, connects as a client, and the job
+    trains to the end. Neither line is a failure sign the run did not go past."""
+    trained = "".join(f"[trainer0]:2026-12-06 07:40:27,{500 + step:03d} INFO train: epoch 0 step {step}/8 loss 1.3{step} acc 0.3\n"
+                      for step in range(1, 9))
+    diagnosis = diagnosis_of(AGENT + WORKERS.split("[trainer1]:Traceback")[0] + trained)
+    assert diagnosis.status == "healthy"

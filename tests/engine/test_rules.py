@@ -494,6 +494,20 @@ def test_hang_silent_first_the_rank_the_others_went_past():
     assert decided.primary == "collective-timeout-straggler" and decided.initiating.line.origin.rank == 5
 
 
+def test_hang_silent_first_a_rank_at_work_alone_before_one_quiet_by_design():
+    """Only rank 0 logs steps; rank 1 prints its epoch line and nothing more, by design; rank 2 was
+    last seen starting an evaluation of its own, and nothing was printed after it (a real torch 2.2
+    run): rank 2 is where the hang is, not rank 1, whose epoch line the others printed and went past."""
+    logger = stream(0, [(1, 37.448, "INFO train: epoch 0: rank 0 shard has 128 samples -> 8 steps"),
+                        (2, 37.607, "INFO train: epoch 0 step 8/8 loss 1.3524 acc 0.312")])
+    quiet = stream(1, [(1, 37.466, "INFO train: epoch 0: rank 1 shard has 128 samples -> 8 steps")])
+    evaluating = stream(2, [(1, 37.330, "INFO train: epoch 0: rank 2 shard has 128 samples -> 8 steps"),
+                            (2, 37.607, "INFO train: rank 2: evaluating epoch 0 on the held-out set")])
+    built = facts([], activity=[logger, quiet, evaluating])
+    decided = rule("hang-silent-first").apply(built, Decision(hang="nothing was printed for 7 s"))
+    assert decided.initiating.line.origin.rank == 2
+
+
 def test_hang_silent_first_two_ranks_need_the_next_message_of_both():
     """Two ranks: rank 0 printed rank 1's last line and went on with lines it alone prints (a
     driver worker naming its parallel ranks): no sign rank 1 fell behind. Had rank 0 gone on with a line

@@ -90,8 +90,9 @@ def _states_an_error(text: str) -> bool:
 
 def _live_signs(facts: Facts, decision: Decision) -> list:
     """Failure signs (a traceback, a non-zero exit, a line that states an error) the same process
-    did not go on from. A warning that names an error is not one."""
-    from .progress import outlived
+    did not go on from (nor a launcher before it started its workers). A warning that names an
+    error is not one."""
+    from .progress import before_its_workers, outlived
 
     live, outlived_at = [], {}
     retries_ended = _retries_ended(facts)
@@ -100,6 +101,8 @@ def _live_signs(facts: Facts, decision: Decision) -> list:
                 m.signature.name in _STATEMENTS and _states_an_error(m.line.text))):
             continue
         if m.line.origin.source in retries_ended and _RETRYING.search(m.line.text):
+            continue
+        if before_its_workers(facts, m):
             continue
         if not outlived(facts, m):
             live.append(m)

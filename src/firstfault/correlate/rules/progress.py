@@ -101,12 +101,12 @@ def launcher_went_on(facts: Facts, decision: Decision) -> Decision | None:
     another agent there already serves it, and joins as a client (c10d_rendezvous_backend.py)."""
     roots, survived = [], []
     for incident in decision.roots:
-        before = [match for match in incident.matches if _before_its_workers(facts, match)]
+        before = [match for match in incident.matches if before_its_workers(facts, match)]
         survived += before
         rest = [match for match in incident.matches if match not in before]  # (its stream's later lines)
         if rest:
             roots.append(incident if not before else Incident(rest))
-    survived += [match for match in decision.symptoms if _before_its_workers(facts, match)]
+    survived += [match for match in decision.symptoms if before_its_workers(facts, match)]
     if not survived:
         return None
     first = min(survived, key=lambda match: match.order)
@@ -125,7 +125,7 @@ def _workers_started(facts: Facts, source: str) -> int | None:
     return next((line for launched, line in facts.inputs.launched if launched == source), None)
 
 
-def _before_its_workers(facts: Facts, match: Match) -> bool:
+def before_its_workers(facts: Facts, match: Match) -> bool:
     """A line that names no rank, in a console of workers a launcher started, above their first
     line (not an external stop: a signal before the workers started stopped the launcher)."""
     if _is_stop(facts, match.entry_id):
@@ -261,6 +261,11 @@ def _behind(streams: list[StreamActivity]) -> StreamActivity | None:
         # their last lines say nothing of where they are: the steps it logged needed them); it was
         # last seen starting work of its own (evaluation, a checkpoint)
         return logging[0]
+    # a rank last seen starting work of its own that it never said was done, with nothing printed
+    # after it, says where it is; another's silence may be by design (ranks that log only their epochs)
+    alone = _alone_at_work(streams)
+    if alone is not None:
+        return alone
     templates = {id(stream): [template(line.text) for line in stream.lines] for stream in streams}
     behind = []
     for stream in streams:
@@ -271,9 +276,6 @@ def _behind(streams: list[StreamActivity]) -> StreamActivity | None:
             behind.append(stream)
     if len(behind) == 1:
         return behind[0]
-    alone = _alone_at_work(streams)
-    if alone is not None:
-        return alone
     timed = [stream for stream in streams if stream.last_time is not None]
     if len(timed) < 2:
         return None
