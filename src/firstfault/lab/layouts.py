@@ -59,6 +59,8 @@ class LaunchPlan:
 
 
 def _torchrun(python: str) -> list[str]:
+    # (its flags are spelled with underscores below, as every release takes them: torch 1.x's
+    # torchrun knows no `--nproc-per-node`, 2.x takes both)
     return [python, "-m", "torch.distributed.run"]
 
 
@@ -79,38 +81,38 @@ def plan_launch(
     """The processes that run `script` with `world_size` ranks in `layout`, writing under `logs_dir`."""
     if layout == "tee":
         command = _torchrun(python) + [
-            "--nproc-per-node", str(world_size), "--master-addr", "127.0.0.1", "--master-port", str(port),
+            "--nproc_per_node", str(world_size), "--master_addr", "127.0.0.1", "--master_port", str(port),
             "--tee", "3", script, *script_args,
         ]
         return LaunchPlan(layout, [Process("agent0", command, logs_dir / "console.log")],
-                          f"torchrun --nproc-per-node {world_size} --master-addr 127.0.0.1 --master-port P --tee 3; "
+                          f"torchrun --nproc_per_node {world_size} --master_addr 127.0.0.1 --master_port P --tee 3; "
                           "the combined console in logs/console.log")
     if layout == "logdir":
         command = _torchrun(python) + [
-            "--nproc-per-node", str(world_size), "--master-addr", "127.0.0.1", "--master-port", str(port),
-            "--log-dir", str(logs_dir / "torchelastic"), "-r", "3", script, *script_args,
+            "--nproc_per_node", str(world_size), "--master_addr", "127.0.0.1", "--master_port", str(port),
+            "--log_dir", str(logs_dir / "torchelastic"), "-r", "3", script, *script_args,
         ]
         return LaunchPlan(layout, [Process("agent0", command, logs_dir / "launcher.log")],
-                          f"torchrun --nproc-per-node {world_size} --log-dir logs/torchelastic -r 3; per-rank files under "
+                          f"torchrun --nproc_per_node {world_size} --log_dir logs/torchelastic -r 3; per-rank files under "
                           "logs/torchelastic/<run_id>/attempt_0/<local_rank>/, the agent's console in logs/launcher.log")
     if layout == "twonode":
         if world_size % 2:
             raise ValueError("the twonode layout needs an even world size")
         per_node = world_size // 2
-        rdzv_conf = ["--rdzv-conf", f"join_timeout={int(rdzv_timeout)}"] if rdzv_timeout else []
+        rdzv_conf = ["--rdzv_conf", f"join_timeout={int(rdzv_timeout)}"] if rdzv_timeout else []
         processes = []
         for node in range(2):
             if node == skip_node:
                 continue
             command = _torchrun(python) + [
-                "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", str(per_node),
-                "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "lab-job",
+                "--nnodes", "2", "--node_rank", str(node), "--nproc_per_node", str(per_node),
+                "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{port}", "--rdzv_id", "lab-job",
                 *rdzv_conf, "--role", "trainer", "--tee", "3", script, *script_args,
             ]
             processes.append(Process(f"agent{node}", command, logs_dir / f"node{node}.log", node=node))
         return LaunchPlan(layout, processes,
-                          f"two torchrun agents on one machine as two nodes: --nnodes 2 --node-rank K --nproc-per-node "
-                          f"{per_node} --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:P --role trainer --tee 3; each "
+                          f"two torchrun agents on one machine as two nodes: --nnodes 2 --node_rank K --nproc_per_node "
+                          f"{per_node} --rdzv_backend c10d --rdzv_endpoint 127.0.0.1:P --role trainer --tee 3; each "
                           "agent's console in logs/node<K>.log (prefixes [trainer<local_rank>]: are local ranks)")
     if layout == "plain":
         processes = []
