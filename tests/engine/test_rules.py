@@ -169,6 +169,18 @@ def test_outlived_by_progress_drops_an_error_the_same_rank_went_on_from():
     assert "outlived" in decided.because[-1].text
 
 
+def test_outlived_by_progress_across_an_epoch_boundary():
+    """`epoch 0 step 8/8` then `epoch 1 step 1/8 ... 8/8`: the largest counter of each line is 8 at
+    both ends, but read in order the run moved on (a real torch 1.13 run whose rank 0 logged a
+    caught ImportError's traceback at start-up and trained to the end)."""
+    progress = StreamActivity("node0.log", 0, None, (StreamLine(50, None, "training finished after 16 steps"),), False,
+                              (StreamLine(44, None, "epoch 0 step 8/8 loss 1.3497"), StreamLine(47, None, "epoch 1 step 1/8 loss 1.3517"),
+                               StreamLine(49, None, "epoch 1 step 8/8 loss 1.2984")))
+    caught = hit("python-import-error", 21, rank=0, source="node0.log", text="ModuleNotFoundError: No module named 'apex'")
+    built = facts([caught], activity=[progress])
+    assert rule("outlived-by-progress").apply(built, start(built)).roots == ()
+
+
 def test_outlived_by_progress_needs_progress_that_advances():
     stuck = stream(0, [(10, None, "error"), (20, None, "Iteration: 0%| | 0/100 [00:02<?, ?it/s]"),
                        (30, None, "Iteration: 0%| | 0/100 [00:04<?, ?it/s]")])

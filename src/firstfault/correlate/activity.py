@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..match.progress_lines import counter_of, is_progress
+from ..match.progress_lines import counter_of, counters_of, is_progress
 
 @dataclass(frozen=True)
 class StreamLine:
@@ -73,9 +73,9 @@ def template(text: str) -> str:
 
 
 def advancing(lines: list[StreamLine]) -> bool:
-    """Whether progress lines show training moving on: a counter that grows, or (with no
-    counters at all) several metric lines."""
-    counters = [value for value in (counter_of(line.text) for line in lines) if value is not None]
+    """Whether progress lines show training moving on: counters that grow, read in order (`epoch 1
+    step 1` after `epoch 0 step 8`), or (with no counters at all) several metric lines."""
+    counters = [value for value in (counters_of(line.text) for line in lines) if value]
     if counters:
         return len(counters) >= 2 and counters[-1] > counters[0]
     return len(lines) >= 2

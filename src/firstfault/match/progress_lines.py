@@ -27,8 +27,14 @@ def _has_metric(text: str) -> bool:
 
 def counter_of(text: str) -> int | None:
     """The largest step-like counter on a progress line."""
-    values = [int(a or b) for a, b, in ((m.group(1), m.group(2)) for m in _COUNTER.finditer(text)) if (a or b)]
+    values = counters_of(text)
     return max(values) if values else None
+
+
+def counters_of(text: str) -> tuple[int, ...]:
+    """The step-like counters on a progress line, in order (`epoch 1 step 5/8` -> (1, 5)): a later
+    line of the same loop compares greater, also across an epoch (`epoch 0 step 8/8` < `epoch 1 step 1/8`)."""
+    return tuple(int(a or b) for a, b, in ((m.group(1), m.group(2)) for m in _COUNTER.finditer(text)) if (a or b))
 
 
 _TRACE_BODY = ("frame #", "File \"", "File '", "^", "~", "Traceback (most recent call last)", "Exception raised from")
