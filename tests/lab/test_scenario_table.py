@@ -83,6 +83,12 @@ def test_lab_run_without_torch_says_how_to_install_it():
                                      "--index-url https://download.pytorch.org/whl/cpu && pip install 'firstfault[lab]'")
 
 
+def test_lab_run_with_a_python_that_does_not_exist_says_so(capsys):
+    assert main(["lab", "run", "exc-index-error", "--python", "/no/such/venv/bin/python"]) == 2
+    err = capsys.readouterr().err
+    assert "--python /no/such/venv/bin/python: no such executable" in err and "hint:" in err
+
+
 def test_lab_run_unknown_scenario_is_a_tool_error(capsys):
     assert main(["lab", "run", "no-such-scenario"]) == 2
     assert "firstfault lab list" in capsys.readouterr().err

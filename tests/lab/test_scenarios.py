@@ -174,3 +174,24 @@ for _scenario in SCENARIOS:
     if _scenario.fixable:
         _name = _class_name("TestFix_", _scenario.name)
         globals()[_name] = type(_name, (_FixCheck,), {"name": _scenario.name})
+
+
+def test_a_run_with_another_python_records_the_release_it_ran(tmp_path):
+    """`lab run --python` runs the job with another interpreter (another venv's torch release, as the
+    first-sight runs under torch 1.12-2.6 did); the case says which torch and Python ran it. Here the
+    other interpreter is this one named by another path (its venv stays its own), so the run is the
+    usual one."""
+    import sys
+
+    import yaml
+
+    from firstfault.cli import main
+
+    other = os.path.join(os.path.dirname(sys.executable), ".", os.path.basename(sys.executable))
+    out = tmp_path / "case"
+    code = main(["lab", "run", "exc-index-error", "--layout", "plain", "--world-size", "2", "--rank", "1",
+                 "--python", other, "--out", str(out), "-q"])
+    assert code == 0
+    case = yaml.safe_load((out / "case.yaml").read_text())
+    assert f"Python {sys.version.split()[0]}" in case["source"]
+    assert f"Python {sys.version.split()[0]}" in case["notes"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -38,6 +39,9 @@ def register(subparsers) -> None:
     run.add_argument("--record", action="store_true",
                      help="decorate the script's entry point with torch's @record: torchrun's failure table then "
                           "shows each worker's traceback")
+    run.add_argument("--python", metavar="PATH", default=None,
+                     help="run the job with this Python (another venv's, to run another torch release: 1.12 and later, "
+                          "Python 3.8 and later); torch must be installed there")
     add_output_options(run, FORMATS)
     run.set_defaults(func=run_scenario)
 
@@ -86,11 +90,16 @@ def run_scenario(args) -> int:
         print("firstfault: error: --tracebacks rich needs rich in this Python: pip install rich", file=sys.stderr)
         return 2
     from ..lab.runner import LabError, diagnose_case, judge, run_scenario as run
+    python = args.python or sys.executable
+    if args.python and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        print(f"firstfault: error: --python {python}: no such executable", file=sys.stderr)
+        print("hint: give the interpreter of a venv that has torch, e.g. /path/to/venv/bin/python", file=sys.stderr)
+        return 2
     out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix=f"firstfault-lab-{scenario.name}-"))
     try:
         lab_run = run(scenario, out_dir=out_dir, layout=args.layout, world_size=args.world_size, rank=args.rank,
                       fixed=args.fixed, observer=lambda line: print(line, file=sys.stderr), tracebacks=args.tracebacks,
-                      record=args.record)
+                      record=args.record, python=python)
     except LabError as exc:
         print(f"firstfault: error: {exc}", file=sys.stderr)
         return 2

@@ -54,6 +54,7 @@ class LabRun:
     timed_out: bool = False
     seconds: float = 0.0
     slurm_job: SlurmJob | None = None  # the emulated Slurm job, where the layout or a driver plays Slurm
+    python: str = sys.executable  # the interpreter the job ran with (another venv's: another torch release)
 
     @property
     def case_id(self) -> str:
@@ -237,7 +238,7 @@ def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None
         raise LabError(f"{out_dir} is not empty")
     logs_dir = out_dir / "logs"
     logs_dir.mkdir(parents=True)
-    run = LabRun(scenario, layout, world_size, rank, second_rank, fixed, out_dir, expect={})
+    run = LabRun(scenario, layout, world_size, rank, second_rank, fixed, out_dir, expect={}, python=python)
     if layout == "srun" or scenario.driver == "time-limit":
         run.slurm_job = SlurmJob.new()
     work = Path(tempfile.mkdtemp(prefix=f"lab-{scenario.name}-"))
@@ -305,10 +306,20 @@ def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _release(python: str) -> str:
+    """The torch release the job ran with (and the Python, when it is another interpreter's)."""
+    if python == sys.executable:
+        return importlib.metadata.version("torch")
+    asked = subprocess.run([python, "-c", "import sys, torch; print(torch.__version__, sys.version.split()[0])"],
+                           capture_output=True, text=True, timeout=120)
+    torch_version, _, python_version = asked.stdout.strip().partition(" ")
+    return f"{torch_version or 'unknown'}, Python {python_version or 'unknown'}"
+
+
 def write_case(run: LabRun, plan: LaunchPlan, script_args: list[str]) -> None:
     scenario = run.scenario
     values = {"rank": run.rank, "second_rank": run.second_rank, "work": "<work>"}
-    torch_version = importlib.metadata.version("torch")
+    torch_version = _release(run.python)
     injected = scenario.notes.format(**values)
     if run.fixed:
         injected = (f"Scenario {scenario.name} with its fix applied ({' '.join(scenario.fix_args)}), which makes "
