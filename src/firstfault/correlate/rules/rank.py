@@ -19,7 +19,8 @@ from .hang import with_rank
 SAME_EVENT_LINES = 20  # lines of the same failure just after the initiating one
 SAME_FAULT_LINES = 200
 _PID_IN_TEXT = re.compile(r"\bpid[=: ]+(\d+)|Killed process (\d+)")
-# the entry points of launchers, as a traceback's outermost frame shows them
+# the entry points of launchers, as a traceback's outermost frame shows them (hang_stacks.LAUNCHER_FILES
+# lists any frame of a launcher's stack: spawn.py there is also the outermost frame of a spawned rank's)
 LAUNCHER_ENTRIES = ("/bin/deepspeed", "deepspeed/launcher/", "/bin/torchrun", "torch/distributed/run.py",
                     "torch/distributed/launch.py", "/bin/accelerate", "accelerate/commands/")
 TRACEBACK_LINES = 200  # a traceback's frames are at most this far above its exception
