@@ -106,3 +106,16 @@ def test_why_not_a_rank_when_every_rank_raised_it_alike():
     assert "rule `every-rank-alike`" in text and "every rank alike" in text
     cited = row["first_error_line"]
     assert (cited["source"], cited["line"]) in {(item["source"], item["line"]) for item in reply.evidence}
+
+
+def test_why_not_an_error_the_launcher_got_past_names_the_rule_not_a_consequence():
+    """A second torchrun agent logged that the store's port was taken, then joined and started its
+    workers; the job was preempted later (a real torch 2.1 run). Asked why not port-in-use, the
+    answer says the rule that set it aside, not that it came after the first fault."""
+    case = FIXTURES / "real" / "preempted-slurm-twonode-ws4-r2-torch21"
+    contract = to_contract(diagnose_paths([str(case / "logs")], kb=KB))
+    assert contract["primary"]["failure_id"] == "preempted-sigterm"
+    reply = answer(intent_of("why not port-in-use?"), contract, KB)
+    text = " ".join(reply.lines)
+    assert "rule `launcher-went-on`" in text and "after the first fault" not in text
+    assert ("node1.log", 6) in {(Path(item["source"]).name, item["line"]) for item in reply.evidence}

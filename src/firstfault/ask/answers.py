@@ -265,6 +265,12 @@ def _why_not_class(intent, contract, kb, recurrence, history_on, baseline=None) 
     where, first_line = _where(contract), _first_fault_line(contract)
     if best is not None:
         first = best.get("first") or {}
+        set_aside = _set_aside_by(contract, first)
+        if set_aside is not None:  # a rule said the run went past it: not a consequence of the first fault
+            name = best.get("entry_id") or best.get("failure_id")
+            lines = [f"{name} is not where the failure started: rule `{set_aside['rule']}`: {set_aside['text']}.",
+                     f"The first fault is {_failure_words(contract)} on {_who(where, contract)} at {_at(first_line or where)}."]
+            return Answer(intent.kind, tuple(lines), _cite(first, first.get("text")) + _cite(first_line or where, first_line.get("text")))
         consequences = next((item for item in contract.get("because") or [] if item["rule"] == "consequences"), None)
         lines = [f"{best.get('entry_id') or best.get('failure_id')} is collateral: {best.get('summary') or 'a consequence'}"
                  f" (ranks {_ranks(best.get('ranks'))}, first at {_at(first)}).",
@@ -279,6 +285,17 @@ def _why_not_class(intent, contract, kb, recurrence, history_on, baseline=None) 
                                     f"below {_failure_words(contract)}.",))
     return Answer(intent.kind, (f"The diagnosis holds nothing called {intent.words!r}: no collateral or candidate of that kind. "
                                 f"The first fault is {_failure_words(contract)}.",))
+
+
+# the filter rules that set an error aside because the run went past it (not a consequence of the first fault)
+SET_ASIDE_RULES = ("launcher-went-on", "outlived-by-progress", "finished-after-it", "restarted-and-went-on")
+
+
+def _set_aside_by(contract: dict, first: dict) -> dict | None:
+    """The step that set the error on this line aside as one the run went past, when one cites it."""
+    place = (first.get("source"), first.get("line"))
+    return next((item for item in contract.get("because") or [] if item.get("rule") in SET_ASIDE_RULES
+                 and any((cited.get("source"), cited.get("line")) == place for cited in item.get("evidence") or [])), None)
 
 
 def _alternatives(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:

@@ -82,7 +82,8 @@ def who(evidence: Evidence) -> str:
 
 
 # rules that decided no single rank started the failure, and how a report says so
-NO_SINGLE_RANK = {"every-rank-alike": "every rank alike", "mismatch-no-odd-one": "no single rank"}
+NO_SINGLE_RANK = {"every-rank-alike": "every rank alike", "mismatch-no-odd-one": "no single rank",
+                  "raised-by-the-launcher": "the launcher, before any rank"}
 
 
 def no_single_rank(rules) -> str:
