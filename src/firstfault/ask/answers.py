@@ -287,8 +287,10 @@ def _why_not_class(intent, contract, kb, recurrence, history_on, baseline=None) 
                                 f"The first fault is {_failure_words(contract)}.",))
 
 
-# the filter rules that set an error aside because the run went past it (not a consequence of the first fault)
-SET_ASIDE_RULES = ("launcher-went-on", "outlived-by-progress", "finished-after-it", "restarted-and-went-on")
+# the filter rules that set an error aside because the run went past it (not a consequence of the first
+# fault) and cite the error they set aside (finished-after-it and restarted-and-went-on cite the finish
+# or the restart, not the errors)
+SET_ASIDE_RULES = ("launcher-went-on", "outlived-by-progress")
 
 
 def _set_aside_by(contract: dict, first: dict) -> dict | None:

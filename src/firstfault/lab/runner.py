@@ -310,9 +310,12 @@ def _release(python: str) -> str:
     """The torch release the job ran with (and the Python, when it is another interpreter's)."""
     if python == sys.executable:
         return importlib.metadata.version("torch")
-    asked = subprocess.run([python, "-c", "import sys, torch; print(torch.__version__, sys.version.split()[0])"],
-                           capture_output=True, text=True, timeout=120)
-    torch_version, _, python_version = asked.stdout.strip().partition(" ")
+    try:
+        asked = subprocess.run([python, "-c", "import sys, torch; print(torch.__version__, sys.version.split()[0])"],
+                               capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError):
+        asked = ""  # the case says so rather than the run failing after it was made
+    torch_version, _, python_version = asked.strip().partition(" ")
     return f"{torch_version or 'unknown'}, Python {python_version or 'unknown'}"
 
 
