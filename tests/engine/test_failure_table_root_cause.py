@@ -36,8 +36,11 @@ def test_a_root_cause_the_launcher_stopped_itself_names_no_rank():
 
 
 def test_the_root_cause_is_the_record_under_its_header_not_another_failure_listed_before_it():
-    text = table_only().replace("rank      : 1 (local_rank: 1)\n  exitcode  : -15 (pid: 5560)  (SIGTERM)",
-                                "rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 5560)")
+    """Rank 1 failed of its own too, a second later (in the same second, it would be a tie: below)."""
+    text = table_only().replace("time      : 2026-12-05_11:19:26\n  host      : localhost\n  rank      : 1 (local_rank: 1)\n"
+                                "  exitcode  : -15 (pid: 5560)  (SIGTERM)",
+                                "time      : 2026-12-05_11:19:27\n  host      : localhost\n  rank      : 1 (local_rank: 1)\n"
+                                "  exitcode  : 1 (pid: 5560)")
     assert text != table_only()
     diagnosis = diagnose_texts([("console.log", text)])
     assert diagnosis.initiating.rank == 5
@@ -53,3 +56,67 @@ def test_asked_why_that_rank_the_answer_cites_the_root_cause_record():
     root_line = contract["initiating"]["line"]
     assert text.split("\n")[root_line - 1].strip().startswith("exitcode  : 1")
     assert any(f"at console.log:{root_line}." in line for line in reply.lines), reply.lines
+
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+
+
+def test_a_root_cause_tied_in_its_second_with_other_failures_names_no_rank():
+    """torch 2.0 ran this job (its agent polled every 5 s): rank 1 raised, the others lost it,
+    and all four exits are stamped 07:17:12 with no error file, so the table's root cause is
+    rank 0 only because it is the lowest rank listed (`get_first_failure`: min over whole seconds)."""
+    console = REAL / "autograd-inplace-tee-ws4-r1-torch20" / "logs" / "console.log"
+    lines = console.read_text(encoding="utf-8").split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith("torch.distributed.elastic.multiprocessing.errors.ChildFailedError"))
+    text = "\n".join(lines[start:])
+    assert text.count("time      : 2026-12-06_07:17:12") == 4 and "rank      : 0 (local_rank: 0)" in text
+    diagnosis = diagnose_texts([("console.log", text)])
+    assert diagnosis.initiating is None or diagnosis.initiating.rank is None
+    tie = [step for step in diagnosis.because if step.rule == "rank-launcher-tie"]
+    assert tie and "ranks 0, 1, 2, 3" in tie[0].text
+    # each exit-code row is shown once among the likely error lines (it is both the entry's row and a failure sign)
+    shown = [(item.source, item.line) for item in diagnosis.error_lines]
+    assert len(shown) == len(set(shown)) and any(text.split("\n")[line - 1].startswith("  exitcode") for _, line in shown)
+
+    # one second apart, the same table does tell: the root cause is first
+    later = text.replace("time      : 2026-12-06_07:17:12\n  host      : localhost\n  rank      : 2",
+                         "time      : 2026-12-06_07:17:13\n  host      : localhost\n  rank      : 2")
+    for rank in (1, 3):
+        later = later.replace(f"time      : 2026-12-06_07:17:12\n  host      : localhost\n  rank      : {rank}",
+                              f"time      : 2026-12-06_07:17:13\n  host      : localhost\n  rank      : {rank}")
+    assert later.count("07:17:13") == 3
+    assert diagnose_texts([("console.log", later)]).initiating.rank == 0
+
+
+def last_lines(path: Path, count: int = 50) -> str:
+    """A real log's last `count` non-empty lines: the end a thread quotes."""
+    return "\n".join([line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()][-count:])
+
+
+def test_tied_ranks_whose_own_lines_lost_a_peer_leave_the_one_that_did_not():
+    """Both nodes' ends of a two-node torch 2.3 job: on node 1, ranks 2 and 3 exited in the same
+    second; rank 3's line says it lost a peer, rank 2 (whose DataLoader worker was killed)
+    printed nothing in these lines. Node 1's agent reported its failure first."""
+    logs = REAL / "dataloader-worker-killed-twonode-ws4-r2-torch23" / "logs"
+    texts = [(name, last_lines(logs / name)) for name in ("node0.log", "node1.log")]
+    assert "[rank2]" not in texts[1][1] and "[rank3]: RuntimeError" in texts[1][1] and "Connection closed by peer" in texts[1][1]
+    diagnosis = diagnose_texts(texts)
+    assert diagnosis.initiating is not None and diagnosis.initiating.rank == 2
+    assert not any(step.rule == "rank-launcher-tie" for step in diagnosis.because)
+
+
+def test_a_tie_on_one_host_still_names_the_host():
+    """Every rank of a second node failed alike in one second: no rank started it, but its host did."""
+    records = []
+    for index, rank in enumerate(range(8, 12)):
+        records.append(f"[{rank}]:\n  time      : 2026-01-05_10:00:07\n  host      : gpu-b07\n  rank      : {rank} (local_rank: {index})\n"
+                       f"  exitcode  : 1 (pid: {7712 + index})\n  error_file: <N/A>\n"
+                       "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html")
+    text = "\n".join(["RuntimeError: Error while deserializing header: HeaderTooLarge",
+                      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", "=" * 60,
+                      "train.py FAILED", "-" * 60, "Failures:", *records[1:], "-" * 60,
+                      "Root Cause (first observed failure):", records[0], "=" * 60])
+    node0 = "gpu-b03:4410:4410 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.3<0>"  # two hosts in view
+    diagnosis = diagnose_texts([("node0.log", node0), ("node1.log", text)])
+    assert diagnosis.initiating is None or diagnosis.initiating.rank is None
+    assert diagnosis.initiating is not None and diagnosis.initiating.host == "gpu-b07", diagnosis.because

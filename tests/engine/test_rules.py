@@ -564,6 +564,41 @@ def _failure_table(entries) -> str:
             + "\nRoot Cause (first observed failure):\n" + entry(0, *root) + "=" * 60 + "\n")
 
 
+def test_rank_launcher_tie_when_the_table_stamps_several_failures_with_its_root_causes_second():
+    """Ranks 0 and 2 exited with code 1 in the same second (no error files): the table's root cause
+    is rank 0 only because it is listed first; with rank 2 a second later, the table does tell."""
+    from firstfault.pipeline import diagnose_texts
+
+    tied = diagnose_texts([("console.log", _failure_table([(0, "1", "-"), (2, "1", "-"), (1, "-15", "SIGTERM")]))])
+    assert tied.initiating is None or tied.initiating.rank is None
+    assert [item.text for item in tied.because if item.rule == "rank-launcher-tie"][0].startswith(
+        "which rank failed first cannot be told from torchrun's failure table: it lists ranks 0, 2 failing")
+    later = _failure_table([(0, "1", "-"), (2, "1", "-"), (1, "-15", "SIGTERM")]).replace(
+        "10:00:00\n  host      : node-a\n  rank      : 2", "10:00:01\n  host      : node-a\n  rank      : 2")
+    told = diagnose_texts([("console.log", later)])
+    assert told.initiating.rank == 0 and not any(item.rule == "rank-launcher-tie" for item in told.because)
+
+
+def test_host_of_tied_ranks_names_the_one_host_of_every_tied_rank():
+    """A tie on node-a, with another host in view: node-a is where it started, whichever rank it was."""
+    from firstfault.pipeline import diagnose_texts
+
+    error = "RuntimeError: Error while deserializing header: HeaderTooLarge\n"
+    table = error + _failure_table([(0, "1", "-"), (2, "1", "-")])
+    other = ("node0.log", "node-b:4410:4410 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.3<0>\n")
+    diagnosis = diagnose_texts([other, ("node1.log", table)])
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (None, "node-a")
+    assert any(item.rule == "host-of-tied-ranks" for item in diagnosis.because)
+    apart = diagnose_texts([other, ("node1.log", table.replace("host      : node-a\n  rank      : 2", "host      : node-c\n  rank      : 2"))])
+    assert apart.initiating.host is None
+    # srun saw a task fail on the other node too: which node failed first, the table does not say
+    both = diagnose_texts([other, ("node1.log", table + "srun: error: node-a: task 1: Exited with exit code 1\n"
+                                   "srun: error: node-b: task 0: Exited with exit code 1\n")])
+    assert both.initiating.host is None
+    short = diagnose_texts([other, ("node1.log", table + "srun: error: node-a.cluster: task 1: Exited with exit code 1\n")])
+    assert short.initiating.host == "node-a"
+
+
 def test_hang_aborted_together_names_the_one_rank_its_launcher_only_stopped():
     """Ranks 1-3 died of SIGABRT (the NCCL watchdog's abort, its timeout lines not pasted) and rank 0
     was still running when the launcher stopped it: rank 0 is the rank the others waited for."""

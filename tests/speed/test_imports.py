@@ -24,8 +24,9 @@ NOT_FOR_DIAGNOSE = (
 )
 # firstfault modules a diagnosis imports: 82 when this was written; 92 with ingest.posts and
 # ingest.archives, 93 with ingest.exported (every input passes them), 94 with ingest.rendered (the
-# scanner reads rich's and IPython's tracebacks as Python's)
-FIRSTFAULT_MODULE_BUDGET = 94
+# scanner reads rich's and IPython's tracebacks as Python's), 95 with correlate.failure_table (when
+# torchrun's failure table tells which rank failed first)
+FIRSTFAULT_MODULE_BUDGET = 95
 
 
 def imported_modules(environment: dict, *args: str) -> list[str]:

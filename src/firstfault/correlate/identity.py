@@ -321,8 +321,8 @@ def _links_from_scans(scans, file_hosts: dict) -> list[Link]:
 
 def _links_from_matches(matches: list[Match], file_hosts: dict) -> list[Link]:
     links = []
-    table_rows = _table_rank_rows(matches)
-    exit_rows = _table_rank_rows(matches, TABLE_EXIT_ROW)
+    table_rows = table_rank_rows(matches)
+    exit_rows = table_rank_rows(matches, TABLE_EXIT_ROW)
     max_nranks = max((int(m.captures["nranks"]) for m in matches if m.signature.name == "device-nccl-bus"), default=0)
     for match in matches:
         origin, name, captures = match.line.origin, match.signature.name, match.captures
@@ -486,7 +486,7 @@ TABLE_EXIT_ROW = "root-cause-exitcode-row"  # `exitcode  : -15 (pid: 90533)` of 
 TABLE_RANK_ROW = "root-cause-rank-row"  # `rank      : 3 (local_rank: 3)`: which rank an entry is about
 
 
-def _table_rank_rows(matches: list[Match], row_name: str = "host-table-row") -> dict[tuple, int]:
+def table_rank_rows(matches: list[Match], row_name: str = "host-table-row") -> dict[tuple, int]:
     """(source, line of a `row_name` row) -> the rank of the same failure-table record (the rank
     row follows the host row, and precedes the exit-code row)."""
     ranks = {(m.line.origin.source, m.line.origin.line): int(m.captures["failed_rank"])

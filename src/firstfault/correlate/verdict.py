@@ -105,11 +105,22 @@ def _unknown(facts: Facts, decision: Decision) -> Diagnosis:
     from .rules.outcome import FAILURE_SIGNS
 
     signs = [m for m in facts.matches if m.signature.name in FAILURE_SIGNS]
-    lines = sorted([*facts.collateral, *signs], key=time_key)[:EVIDENCE_LINES]
+    lines = _one_per_line(sorted([*facts.collateral, *signs], key=time_key))[:EVIDENCE_LINES]
     return Diagnosis("unknown", None, _initiating_evidence(decision) if decision.initiating else None,
                      tuple(_collateral(list(facts.winners), "", None, facts)), (), facts.inputs,
                      decision.notes, tuple(evidence_of(m) for m in lines), because=decision.because,
                      action=decision.action)
+
+
+def _one_per_line(matches: list[Match]) -> list[Match]:
+    """Each line once (a failure table's `exitcode : 1` row is both the entry's row and a failure
+    sign): the match of a knowledge-base entry where there is one."""
+    kept: dict[tuple, Match] = {}
+    for match in matches:
+        where = (match.line.origin.source, match.line.origin.line)
+        if where not in kept or (kept[where].entry_id is None and match.entry_id is not None):
+            kept[where] = match
+    return list(kept.values())
 
 
 def with_core_classes(diagnosis: Diagnosis, facts: Facts) -> Diagnosis:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ...match.context import HOST_SIGNATURES
 from ..facts import Facts
+from ..failure_table import first_failure_ties
+from ..ids import STRAGGLER
 from ..identity import LOCAL_NAMES
 from . import Decision, rule
 
@@ -50,3 +52,30 @@ def only_host(facts: Facts, decision: Decision) -> Decision | None:
         return None
     naming = next((m for m in facts.matches if m.line.origin.host == host or m.captures.get("host") == host), None)
     return decision.with_because("host-only-one", f"the logs name one host only, {host}", [naming], host=host)
+
+
+@rule("host-of-tied-ranks")
+def host_of_tied_ranks(facts: Facts, decision: Decision) -> Decision | None:
+    """No rank could be named because the launcher's failure table ties several ranks in its first
+    second (failure_table.py), and the logs place every one of them on the same host."""
+    if initiating_rank(decision) is not None or facts.relations.core(decision.primary) == STRAGGLER:
+        return None  # (in a hang the ranks that died first are those that gave up waiting)
+    tied = first_failure_ties(facts)
+    named = [facts.identity.host_of(rank, len(facts.inputs.ranks)) for rank in sorted(tied)]
+    hosts = {item.value for item in named if item is not None}
+    if len(tied) < 2 or None in named or len(hosts) != 1 or hosts & set(LOCAL_NAMES):
+        return None
+    host = hosts.pop()
+    if {name.split(".")[0] for name in _tasks_failed_on(facts)} - {host.split(".")[0]}:  # (node-3 is node-3.cluster)
+        return None  # another node's tasks failed too: which node's came first, the table does not say
+    ranks = ", ".join(map(str, sorted(tied)))
+    return decision.with_because("host-of-tied-ranks", f"ranks {ranks}, one of which failed first, all ran on host {host}: "
+                                 f"{named[0].how}", named[0].evidence, host=host)
+
+
+def _tasks_failed_on(facts: Facts) -> set[str]:
+    """The hosts srun reports tasks of failing on (`srun: error: node-3: task 1: Exited with exit
+    code 1`; not its `Terminated`, the stop of the others)."""
+    failed = {(m.line.origin.source, m.line.origin.line) for m in facts.matches if m.signature.name == "launcher-failed-srun"}
+    return {m.captures["host"] for m in facts.matches if m.signature.name == "host-srun-task"
+            and (m.line.origin.source, m.line.origin.line) in failed}

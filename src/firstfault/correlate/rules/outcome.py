@@ -7,8 +7,8 @@ import re
 from ...match.context import ERROR_STATEMENT, FAILURE_SIGNATURES, LAUNCHER_FAILED, TRACEBACK_HEADER
 from ...model import Match
 from ..events import time_key
-from ..facts import SIGTERM_CODES, Facts
-from ..identity import TABLE_EXIT_ROW
+from ..facts import Facts
+from ..failure_table import first_failure_ties, root_cause_row, table_root_cause, tie_note
 from ..ids import PEER_CRASH, RAY_ACTOR_DIED
 from . import Decision, rule
 
@@ -279,9 +279,13 @@ def failed_unexplained(facts: Facts, decision: Decision) -> Decision:
     signs = failure_signs or _live_signs(facts, decision)
     text = "something failed, but no knowledge-base entry explains it: the lines below are the most likely errors"
     initiating = first_failed(facts, failure_signs)
+    tie = tie_note(facts) if initiating is None else ""
+    if tie:  # the table's root cause is one of the ranks that failed first, no telling which: its host may still be told
+        initiating = root_cause_row(facts)
     shown = [initiating, *(m for m in signs if m is not initiating)][:3] if initiating is not None else signs[:3]
-    return decision.with_because("failed-unexplained", text, shown, note=text, status="unknown", action="fix-and-rerun",
-                                 initiating=initiating)
+    decision = decision.with_because("failed-unexplained", text, shown, note=text, status="unknown", action="fix-and-rerun",
+                                     initiating=initiating, rank_decided=bool(tie))
+    return decision.with_because("rank-launcher-tie", tie, note=tie) if tie else decision
 
 
 def first_failed(facts: Facts, signs: list[Match]) -> Match | None:
@@ -292,7 +296,8 @@ def first_failed(facts: Facts, signs: list[Match]) -> Match | None:
     output went elsewhere or was cut from a paste); else the earliest failure sign of a rank that
     did not only lose a peer."""
     victims = {m.line.origin.rank for m in facts.collateral}
-    reports = [m for m in facts.launcher_failures if m.line.origin.rank is not None]
+    tied = first_failure_ties(facts)  # the launcher's "first" is one of these, the lowest
+    reports = [m for m in facts.launcher_failures if m.line.origin.rank is not None and m.line.origin.rank not in tied]
     if reports:
         return min([m for m in reports if m.line.origin.rank not in victims] or reports, key=time_key)
     root = table_root_cause(facts)
@@ -300,20 +305,4 @@ def first_failed(facts: Facts, signs: list[Match]) -> Match | None:
         return root
     own = [m for m in signs if m.line.origin.rank is not None and m.line.origin.rank not in victims]
     return min(own, key=time_key) if own else None
-
-
-ROOT_CAUSE_ROWS = 8  # lines from a failure table's `Root Cause` header to its record's exit-code row, at most
-
-
-def table_root_cause(facts: Facts) -> Match | None:
-    """The exit-code row of the record under the last `Root Cause (first observed failure):` header
-    of torchrun's failure table, when that process did not exit by the launcher's own SIGTERM."""
-    headers = [m.line.origin for m in facts.matches if m.signature.name == "root-cause-header"]
-    if not headers:
-        return None
-    last = max(headers, key=lambda origin: (origin.source, origin.line))
-    rows = [m for m in facts.matches if m.signature.name == TABLE_EXIT_ROW
-            and m.line.origin.source == last.source and 0 < m.line.origin.line - last.line <= ROOT_CAUSE_ROWS]
-    row = min(rows, key=lambda m: m.line.origin.line) if rows else None
-    return row if row is not None and row.captures.get("exitcode") not in SIGTERM_CODES else None
 

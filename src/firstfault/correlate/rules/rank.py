@@ -10,6 +10,7 @@ from ..devices import bus_of
 from ..identity import bus_key, pid_key
 from ..events import time_key
 from ..facts import Facts, SIGTERM_CODES
+from ..failure_table import first_failure_ties, tie_note
 from ..ids import EXTERNAL_STOP, SIGNAL_DEATHS, STRAGGLER
 from ..odd_one_out import no_odd_one, odd_rank
 from ..rank_table import ranks_seen, size_declared
@@ -373,9 +374,12 @@ def launcher_first(facts: Facts, decision: Decision) -> Decision | None:
     that failed after it are its consequences, not its rank."""
     if facts.relations.core(decision.primary) == STRAGGLER:
         return None  # the launcher reports a rank that gave up waiting: the one it waited for is another
+    killed = facts.relations.core(decision.initiating.entry_id) in SIGNAL_DEATHS
+    tied = first_failure_ties(facts, killed)  # failures of one second: the launcher's "first" is the lowest rank
     reports = [m for m in facts.matches if m.signature.name in LAUNCHER_FAILED
-               and m.captures.get("code") not in SIGTERM_CODES and m.line.origin.rank is not None]
-    if facts.relations.core(decision.initiating.entry_id) in SIGNAL_DEATHS:
+               and m.captures.get("code") not in SIGTERM_CODES and m.line.origin.rank is not None
+               and m.line.origin.rank not in tied]
+    if killed:
         reports = _signal_deaths_first(reports)
     origin = decision.initiating.line.origin
     # a launcher on another host reports its own workers: none of them is the process whose
@@ -390,3 +394,11 @@ def launcher_first(facts: Facts, decision: Decision) -> Decision | None:
     first = min(reports, key=time_key)
     return _named(decision, "rank-launcher-first", first.line.origin.rank,
                   "is the one the launcher reported failing first", [first])
+
+
+@rule("rank-launcher-tie")
+def launcher_tie(facts: Facts, decision: Decision) -> Decision | None:
+    """No rank named, and the launcher's failure table lists several ranks failing in its first
+    second: say that its root cause is only the lowest of them (failure_table.py)."""
+    note = tie_note(facts)
+    return decision.with_because("rank-launcher-tie", note, note=note) if note else None
