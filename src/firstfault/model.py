@@ -208,6 +208,7 @@ class Diagnosis:
     stack: tuple[StackSeen, ...] = ()  # what the logs show of the software stack (firstfault.stack)
     ranks: tuple[RankRow, ...] = ()  # what each rank did last (the rank table)
     world_size: int | None = None  # the job's size, where the logs declare it
+    went_past: tuple[Finding, ...] = ()  # errors the run went on past: neither the cause nor its consequences
 
 
 # Fields that name things of firstfault's own (knowledge-base ids, roles): never log text.

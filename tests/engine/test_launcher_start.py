@@ -84,3 +84,22 @@ def test_a_run_that_got_past_its_launchers_bind_errors_and_finished_is_healthy()
                       for step in range(1, 9))
     diagnosis = diagnosis_of(AGENT + WORKERS.split("[trainer1]:Traceback")[0] + trained)
     assert diagnosis.status == "healthy"
+
+
+def test_what_the_launcher_went_past_is_reported_apart_from_the_collateral():
+    """The bind errors neither started the failure nor followed from it: the contract lists them
+    under `went_past`, not `collateral`, and every report says so."""
+    from firstfault.render.contract import to_contract
+    from firstfault.render.markdown import render as render_markdown
+    from firstfault.render.terminal import TerminalReport
+
+    diagnosis = diagnosis_of(AGENT + WORKERS)
+    contract = to_contract(diagnosis)
+    assert [item["failure_id"] for item in contract["went_past"]] == ["port-in-use"]
+    assert contract["went_past"][0]["first"]["line"] == AGENT.split("\n").index(
+        next(line for line in AGENT.split("\n") if "failed to bind" in line)) + 1
+    assert "port-in-use" not in [item["failure_id"] for item in contract["collateral"]]
+    assert not any("port-in-use" in item["text"] for item in contract["because"] if item["rule"] == "consequences")
+    kb = load_knowledge_base()
+    assert "Errors the run went past" in TerminalReport(kb, color=False).render(diagnosis)
+    assert "### Errors the run went past" in render_markdown(diagnosis, kb)

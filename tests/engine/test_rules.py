@@ -167,6 +167,7 @@ def test_outlived_by_progress_drops_an_error_the_same_rank_went_on_from():
     decided = rule("outlived-by-progress").apply(built, start(built))
     assert decided.roots == ()
     assert "outlived" in decided.because[-1].text
+    assert [m.entry_id for m in decided.went_past] == ["hub-unreachable"]  # reported apart, not as collateral
 
 
 def test_outlived_by_progress_across_an_epoch_boundary():
@@ -419,6 +420,17 @@ def test_hang_never_joined_anchors_on_the_ranks_own_last_line():
     assert "syncing checkpoint" in decided.initiating.line.text
 
 
+def test_hang_never_joined_names_no_rank_when_several_below_the_waiters_are_silent():
+    """The end of a two-node log: ranks 5-12 and 14-15 timed out; ranks 0-4 and 13 printed nothing
+    there. Every rank below one seen exists, so rank 0 is one silent rank of six, not the one."""
+    waiting = [timeout(5, rank) for rank in (*range(5, 13), 14, 15)]
+    built = facts(waiting, ranks=(*range(5, 13), 14, 15))
+    assert rule("hang-never-joined").apply(built, start(built)) is None
+    # ranks 1-7 timed out and rank 0 printed nothing of its own: rank 0 is the one
+    built = facts([timeout(5, rank) for rank in range(1, 8)], ranks=range(1, 8))
+    assert rule("hang-never-joined").apply(built, start(built)).initiating.line.origin.rank == 0
+
+
 def _lost_peer(line, rank):
     return hit("collective-timeout-peer-crash", line, rank=rank, source="console.log", role="collateral", weight=0.6,
                text=f"[rank{rank}]: RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:38038")
@@ -650,6 +662,18 @@ def test_hang_all_timed_out_names_no_rank():
     built = facts([timeout(5, 0), timeout(5, 1)], ranks=(0, 1))
     decided = rule("hang-all-timed-out").apply(built, start(built))
     assert decided.primary == "collective-timeout-straggler"
+
+
+def test_hang_all_timed_out_on_several_hosts_names_no_host():
+    """The line it points at is the first waiter's: on one of two hosts, that is not where the hang
+    started (on one host, it is: the job's only one)."""
+    first = replace(timeout(5, 2), line=LogLine("Watchdog caught collective operation timeout", Origin("node-a.log", 5, 2, "node-a", None)))
+    other = replace(timeout(6, 9), line=LogLine("Watchdog caught collective operation timeout", Origin("node-b.log", 6, 9, "node-b", None)))
+    built = facts([first, other], ranks=(2, 9))
+    decided = rule("hang-all-timed-out").apply(built, start(built))
+    assert decided.initiating.line.origin.host is None and decided.host_decided
+    alone = facts([first, replace(other, line=replace(other.line, origin=replace(other.line.origin, host="node-a")))], ranks=(2, 9))
+    assert rule("hang-all-timed-out").apply(alone, start(alone)).initiating.line.origin.host == "node-a"
 
 
 def test_hang_after_the_end_a_lone_wait_begun_after_training_ended():
@@ -1124,6 +1148,26 @@ def test_job_finished_is_not_a_recovery_when_the_failure_lasted_to_the_end():
                   source="slurm.out")
     built = facts([nan, done], activity=[tail])
     assert rule("job-finished").apply(built, start(built)) is None
+
+
+def test_job_finished_on_one_rank_does_not_order_another_ranks_untimed_failure_before_it():
+    """A real torch 2.8 run: rank 3 alone all-reduced after training; its peers exited, and its
+    traceback (no time of its own: it carries its line before's, 12 ms before rank 0's finish)
+    ended its process. Nothing says the failure came before the finish."""
+    lost = hit("collective-timeout-peer-crash", 30, rank=3, source="rank3.log", time=1000.691, inherited=True,
+               role="collateral", text="[rank3]: RuntimeError: [pair.cc:535] Read error [127.0.0.1]:44176: Connection reset by peer")
+    done = context("job-succeeded", 40, rank=0, source="rank0.log", time=1000.703, text="INFO train: training finished after 16 steps")
+    ended = stream(3, [(5, 1000.691, "INFO train: rank 3: gathering final metrics from every rank"), (30, None, lost.line.text)])
+    built = facts([lost, done], activity=[ended])
+    assert rule("job-finished").apply(built, start(built)) is None
+    # its own time: it came before the finish, which the run then reached
+    timed = hit("collective-timeout-peer-crash", 30, rank=3, source="rank3.log", time=1000.691, role="collateral", text=lost.line.text)
+    built = facts([timed, done], activity=[ended])
+    assert rule("job-finished").apply(built, start(built)).status == "healthy"
+    # or its process went on after it
+    went_on = stream(3, [(30, None, lost.line.text), (31, 1000.695, "INFO train: epoch 2 step 1/8 loss 1.2")])
+    built = facts([lost, done], activity=[went_on])
+    assert rule("job-finished").apply(built, start(built)).status == "healthy"
 
 
 def test_job_finished_in_another_run_kept_beside_the_failed_one_is_no_recovery():

@@ -257,7 +257,7 @@ def _why_not_host(intent, contract, kb, recurrence, history_on, baseline=None) -
 def _why_not_class(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:
     words = {word for word in intent.words.replace("-", " ").split() if len(word) > 2 and word not in ("the", "this", "that")}
     best, score = None, 0
-    for item in contract.get("collateral") or []:
+    for item in [*(contract.get("collateral") or []), *(contract.get("went_past") or [])]:
         names = f"{item.get('failure_id')} {item.get('entry_id')} {item.get('summary') or ''}".lower().replace("-", " ")
         overlap = sum(word in names for word in words)
         if overlap > score:
@@ -265,7 +265,7 @@ def _why_not_class(intent, contract, kb, recurrence, history_on, baseline=None) 
     where, first_line = _where(contract), _first_fault_line(contract)
     if best is not None:
         first = best.get("first") or {}
-        set_aside = _set_aside_by(contract, first)
+        set_aside = _set_aside_by(contract, first, went_past=best in (contract.get("went_past") or []))
         if set_aside is not None:  # a rule said the run went past it: not a consequence of the first fault
             name = best.get("entry_id") or best.get("failure_id")
             lines = [f"{name} is not where the failure started: rule `{set_aside['rule']}`: {set_aside['text']}.",
@@ -293,11 +293,14 @@ def _why_not_class(intent, contract, kb, recurrence, history_on, baseline=None) 
 SET_ASIDE_RULES = ("launcher-went-on", "outlived-by-progress")
 
 
-def _set_aside_by(contract: dict, first: dict) -> dict | None:
-    """The step that set the error on this line aside as one the run went past, when one cites it."""
+def _set_aside_by(contract: dict, first: dict, went_past: bool = False) -> dict | None:
+    """The step that set the error on this line aside as one the run went past, when one cites it
+    (`went_past`: the contract lists it so; then the first such step, whichever line it cites)."""
     place = (first.get("source"), first.get("line"))
-    return next((item for item in contract.get("because") or [] if item.get("rule") in SET_ASIDE_RULES
-                 and any((cited.get("source"), cited.get("line")) == place for cited in item.get("evidence") or [])), None)
+    steps = [item for item in contract.get("because") or [] if item.get("rule") in SET_ASIDE_RULES]
+    cites = next((item for item in steps if any((cited.get("source"), cited.get("line")) == place
+                                                 for cited in item.get("evidence") or [])), None)
+    return cites or (steps[0] if went_past and steps else None)
 
 
 def _alternatives(intent, contract, kb, recurrence, history_on, baseline=None) -> Answer:

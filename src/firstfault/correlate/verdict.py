@@ -67,11 +67,14 @@ def diagnosis_of(facts: Facts, decision: Decision) -> Diagnosis:
                                                               list(facts.matches), rivals))
     if decision.failure_class:
         primary = replace(primary, failure_class=decision.failure_class)
-    collateral = _collateral(winners, decision.primary, initiating_match, facts, initiating.rank)
+    went_past = set(map(id, decision.went_past))
+    collateral = _collateral([m for m in winners if id(m) not in went_past], decision.primary, initiating_match, facts,
+                             initiating.rank)
     candidates = _candidates(winners, primary)
     diagnosis = Diagnosis("failure", primary, initiating, tuple(collateral), tuple(candidates), facts.inputs,
                           tuple(notes), (), _fix_values(initiating_match, initiating), decision.because,
-                          decision.action, {key: list(value) for key, value in decision.action_detail})
+                          decision.action, {key: list(value) for key, value in decision.action_detail},
+                          went_past=tuple(_collateral([m for m in winners if id(m) in went_past], "", None, facts)))
     return with_core_classes(diagnosis, facts)
 
 
@@ -139,6 +142,7 @@ def with_core_classes(diagnosis: Diagnosis, facts: Facts) -> Diagnosis:
 
     return replace(diagnosis, primary=classed(diagnosis.primary),
                    collateral=tuple(classed(item) for item in diagnosis.collateral),
+                   went_past=tuple(classed(item) for item in diagnosis.went_past),
                    candidates=tuple(classed(item) for item in diagnosis.candidates))
 
 

@@ -75,6 +75,7 @@ def to_contract(diagnosis: Diagnosis) -> dict:
         "status": diagnosis.status,
         "primary": primary,
         "collateral": [_collateral(item) for item in diagnosis.collateral],
+        "went_past": [_collateral(item) for item in diagnosis.went_past],
         "candidates": [
             {"failure_id": item.class_id, "entry_id": item.failure_id, "confidence": round(item.confidence, 3)}
             for item in diagnosis.candidates

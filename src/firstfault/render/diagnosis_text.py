@@ -81,6 +81,9 @@ def who(evidence: Evidence) -> str:
     return ", ".join(parts) or "rank unknown"
 
 
+# the report's section of errors a rule set aside because the run went on past them
+WENT_PAST_TITLE = "Errors the run went past (neither the cause nor its consequences)"
+
 # rules that decided no single rank started the failure, and how a report says so
 NO_SINGLE_RANK = {"every-rank-alike": "every rank alike", "mismatch-no-odd-one": "no single rank",
                   "raised-by-the-launcher": "the launcher, before any rank"}

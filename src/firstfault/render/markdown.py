@@ -5,7 +5,7 @@ import re
 
 from ..model import Diagnosis
 from .printable import printable_diagnosis
-from .diagnosis_text import (RANK_GROUPS_SHOWN, Names, action_line, because_lines, clip, entry_or_none,
+from .diagnosis_text import (RANK_GROUPS_SHOWN, WENT_PAST_TITLE, Names, action_line, because_lines, clip, entry_or_none,
                              exclusion_lines, id_label, inputs_line, rank_groups, ranks_text, report_sections,
                              started_line, who)
 from .entry_markdown import prose, render_section
@@ -52,6 +52,11 @@ def render(diagnosis: Diagnosis, kb) -> str:
             first = finding.evidence[0] if finding.evidence else None
             ranks = ranks_text(finding.ranks) or "—"
             lines.append(f"| `{finding.failure_id}` | {ranks} | {finding.count} | {code_span(names.where(first)) if first else ''} |")
+    if diagnosis.went_past:
+        lines += ["", f"### {WENT_PAST_TITLE}", "", "| failure | lines | first |", "| --- | --- | --- |"]
+        for finding in diagnosis.went_past:
+            first = finding.evidence[0] if finding.evidence else None
+            lines.append(f"| `{finding.failure_id}` | {finding.count} | {code_span(names.where(first)) if first else ''} |")
     if diagnosis.error_lines:
         lines += ["", "### Most likely error lines", ""]
         lines += [_line_item(names.where(item), who(item), item.text) for item in diagnosis.error_lines]

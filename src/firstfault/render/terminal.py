@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..model import Diagnosis
 from .printable import printable_diagnosis
-from .diagnosis_text import (Names, action_line, because_lines, clip, entry_or_none, exclusion_lines, id_label,
+from .diagnosis_text import (WENT_PAST_TITLE, Names, action_line, because_lines, clip, entry_or_none, exclusion_lines, id_label,
                              inputs_line, rank_lines, ranks_text, report_sections, started_line, who)
 from .entry_terminal import Style, render_section
 
@@ -35,6 +35,8 @@ class TerminalReport:
             lines += ["", self.style("Ranks (what each did last)", "title")] + [f"  {text}" for text in rank_lines(diagnosis)]
         if diagnosis.collateral:
             lines += self._collateral(diagnosis, names)
+        if diagnosis.went_past:
+            lines += self._went_past(diagnosis, names)
         if diagnosis.error_lines:
             lines += ["", self.style("Most likely error lines", "title")]
             lines += [f"  {names.where(item)}  [{who(item)}] {clip(item.text)}" for item in diagnosis.error_lines]
@@ -80,6 +82,13 @@ class TerminalReport:
                 lines.append(self.style(f"    {finding.message}", "dim"))
         if len(diagnosis.collateral) > 10:
             lines.append(f"  … and {len(diagnosis.collateral) - 10} more groups (--format json lists all)")
+        return lines
+
+    def _went_past(self, diagnosis: Diagnosis, names: Names) -> list[str]:
+        lines = ["", self.style(WENT_PAST_TITLE, "title")]
+        for finding in diagnosis.went_past:
+            first = finding.evidence[0] if finding.evidence else None
+            lines.append(f"  {finding.failure_id}: {finding.count} line(s)" + (f" — first {names.where(first)}" if first else ""))
         return lines
 
     def _fix(self, entry, diagnosis: Diagnosis) -> list[str]:

@@ -33,6 +33,7 @@ class Decision:
     initiating: Match | None = None  # its first line
     rank: int | None = None  # initiating rank, when a rule had to name it
     rank_decided: bool = False  # a rule said which rank started it (or that no single one did)
+    host_decided: bool = False  # a rule said no host can be told (its line is another rank's, on one of several hosts)
     host: str | None = None  # initiating host, when a rule had to name it
     because: tuple[Because, ...] = ()
     notes: tuple[str, ...] = ()
@@ -42,6 +43,7 @@ class Decision:
     action_detail: tuple = ()  # (key, value) pairs: hosts, commands
     restart: Match | None = None  # the restart the job went on from: what failed before it was recovered from
     stopped_by_hand: bool = False  # the job ended by Ctrl-C: it cannot be called healthy
+    went_past: tuple[Match, ...] = ()  # errors a rule set aside because the run went on past them
 
     def current(self, match: Match) -> bool:
         """Whether a line belongs to the run after the restart the job recovered with (all do

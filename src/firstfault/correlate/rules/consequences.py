@@ -22,8 +22,8 @@ def consequences(facts: Facts, decision: Decision) -> Decision | None:
     groups: dict[str, set] = defaultdict(set)
     first = {}
     for match in facts.winners:
-        if match is decision.initiating or match.entry_id == decision.primary:
-            continue
+        if match is decision.initiating or match.entry_id == decision.primary or match in decision.went_past:
+            continue  # (what the run went past did not follow from the fault)
         groups[match.entry_id].add(match.line.origin.rank)
         first.setdefault(match.entry_id, match)
     if not groups:

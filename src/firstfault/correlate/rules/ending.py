@@ -43,6 +43,21 @@ def _before(earlier: Match, later: Match) -> bool | None:
     return None
 
 
+def _ended_its_process_untimed(facts: Facts, failure: Match, finish: Match) -> bool:
+    """A failure in another file than the finish, whose time was carried from an earlier line (so
+    it came then or later), after which its process made no progress: nothing says it came before
+    the finish. (Seen in a real torch 2.8 run: one rank's all-reduce after training lost its peers
+    as they exited, its traceback timed by the line before it, which came 12 ms before rank 0's
+    `training finished`.)"""
+    origin = failure.line.origin
+    if not origin.time_inherited or origin.source == finish.line.origin.source:
+        return False
+    streams = [stream for stream in facts.activity if stream.source == origin.source
+               and (origin.rank is None or stream.rank in (None, origin.rank))]
+    return not any(line.line > origin.line and is_progress(line.text)
+                   for stream in streams for line in (*stream.progress, *stream.lines))
+
+
 _JOB_ID = re.compile(r"\s*(\d+)")
 
 
@@ -108,7 +123,8 @@ def job_finished(facts: Facts, decision: Decision) -> Decision | None:
     run = _run_file(facts, last)
     for failure in failures:
         # (a finish in another run, kept beside the failed one, says nothing about it)
-        order = (True if _is_accounting(last) else _before(failure, last)) and finish_covers(runs, run, failure.line.origin.source)
+        order = (True if _is_accounting(last) else _before(failure, last) and not _ended_its_process_untimed(facts, failure, last)) \
+            and finish_covers(runs, run, failure.line.origin.source)
         if not order:
             return None  # something failed after it, or nothing says it came first, or in another run
     if _last_progress_failed(facts, last):

@@ -55,11 +55,16 @@ def hang_decision(facts: Facts, decision: Decision, rule_id: str, failure_id: st
     anchor = evidence or min(facts.collateral, key=time_key)
     if anchor.line.origin.rank != rank:
         anchor = with_rank(anchor, rank)  # None: the rule found no single rank that started it
+    # no rank, and the line is the first waiter's: on one of several hosts, its host is not where it started
+    waiter = rank is None and anchor.signature.role == "collateral" and len(facts.hosts) > 1
+    if waiter:
+        anchor = replace(anchor, line=replace(anchor.line, origin=replace(anchor.line.origin, host=None, host_from=None)))
     if anchor.signature.weight < HANG_WEIGHT:  # a frame or a last line: the verdict's weight is the rule's
         anchor = replace(anchor, signature=replace(anchor.signature, weight=HANG_WEIGHT, role="symptom"))
     return decision.with_because(rule_id, reason, [*cited, anchor] if evidence else list(cited) or [anchor],
                                  note=f"only collective timeouts were printed: {reason}" if facts.timeouts else reason,
-                                 status="failure", primary=failure_id, initiating=anchor, rank_decided=True)
+                                 status="failure", primary=failure_id, initiating=anchor, rank_decided=True,
+                                 host_decided=waiter)
 
 
 _GROUP = re.compile(r"PG ID (\d+)")
@@ -236,8 +241,11 @@ def _missing(facts: Facts, timed_out: set, disconnected: set) -> list[int]:
     # rank 0 exists in every job: when the other ranks printed timeouts and it printed nothing
     # that carries its rank (rank 0 often logs unprefixed progress: tokenizing, evaluating), it is missing
     # (and the ranks only a join tells: a Ray worker's lines are its rank's through its pid)
-    expected = sorted(set(facts.inputs.ranks) | ranks_seen(facts)
-                      | ({0} if len(timed_out | disconnected) >= 2 else set()))
+    # (and so does every rank below one seen: where ranks 5-15 timed out and only 13 and 0-4 left no
+    # line, no one of them is the missing one)
+    seen = set(facts.inputs.ranks) | ranks_seen(facts)
+    below = set(range(max(seen | timed_out | disconnected) + 1)) if len(timed_out | disconnected) >= 2 else set()
+    expected = sorted(seen | below)
     return [rank for rank in expected if rank not in timed_out and rank not in disconnected]
 
 

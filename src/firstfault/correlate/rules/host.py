@@ -11,7 +11,8 @@ from . import Decision, rule
 
 
 def needs_host(facts: Facts, decision: Decision) -> bool:
-    return decision.initiating is not None and not decision.initiating.line.origin.host and not decision.host
+    return (decision.initiating is not None and not decision.initiating.line.origin.host and not decision.host
+            and not decision.host_decided)
 
 
 def initiating_rank(decision: Decision) -> int | None:

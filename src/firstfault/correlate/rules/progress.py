@@ -86,10 +86,12 @@ def outlived_by_progress(facts: Facts, decision: Decision) -> Decision | None:
     text = (f"{len(survived_roots) + len(survived_symptoms)} error(s) were followed by training progress on the same "
             f"process (e.g. {first.entry_id} at {first.line.origin.source}:{first.line.origin.line}, then "
             f"{progress[-1].text.strip()[:80]!r}): the run outlived them")
+    went_past = tuple(match for incident in survived_roots for match in incident.matches) + tuple(survived_symptoms)
     return decision.with_because(
         "outlived-by-progress", text, [first, (first.line.origin.source, progress[-1].line)],
         roots=tuple(i for i in decision.roots if i not in survived_roots),
-        symptoms=tuple(m for m in decision.symptoms if m not in survived_symptoms))
+        symptoms=tuple(m for m in decision.symptoms if m not in survived_symptoms),
+        went_past=decision.went_past + went_past)
 
 
 @rule("launcher-went-on")
@@ -118,7 +120,8 @@ def launcher_went_on(facts: Facts, decision: Decision) -> Decision | None:
     return decision.with_because(
         "launcher-went-on", text, [first, (source, started)],
         roots=tuple(sorted(roots, key=lambda incident: time_key(incident.first))),
-        symptoms=tuple(match for match in decision.symptoms if match not in survived))
+        symptoms=tuple(match for match in decision.symptoms if match not in survived),
+        went_past=decision.went_past + tuple(survived))
 
 
 def _workers_started(facts: Facts, source: str) -> int | None:
