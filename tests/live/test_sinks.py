@@ -169,3 +169,26 @@ def test_a_failure_every_rank_raised_alike_is_alerted_as_such():
     stream = io.StringIO()
     JsonLinesSink(stream).emit(alert)
     assert json.loads(stream.getvalue())["no_single_rank"] == "every rank alike"
+
+
+def test_a_launcher_error_before_its_workers_start_waits_for_the_input_to_settle():
+    """torch 2.0-2.4's second agent on the rendezvous host logs that the store's port is taken,
+    then joins as a client and starts its workers: no alert for the port until the input settles,
+    and the first alert is the workers' own failure."""
+    agent = ("[W socket.cpp:436] [c10d] The server socket has failed to bind to [::]:29511 (errno: 98 - Address already in use).\n"
+             "[E socket.cpp:472] [c10d] The server socket has failed to listen on any local network address.\n")
+    workers = ("[trainer0]:2026-12-06 06:52:15,547 INFO train: rank 2/4 (local rank 0) joined the process group\n"
+               "[trainer1]:Traceback (most recent call last):\n"
+               "[trainer1]:  File \"/srv/job/train.py\", line 390, in train\n"
+               "[trainer1]:IndexError: list index out of range\n")
+    engine = LiveEngine(load_knowledge_base())
+    engine.ingest([Chunk(("node1.log", 0), "node1.log", "node1.log", agent.encode())], now=0.0)
+    assert engine.evaluate(now=0.5) == []
+    engine.ingest([Chunk(("node1.log", 0), "node1.log", "node1.log", workers.encode())], now=1.0)
+    [alert] = engine.evaluate(now=1.5)
+    assert (alert.kind, alert.failure_id, alert.rank) == ("failure", "user-code-exception", 3)
+    # no worker ever starts (the port was really taken): said once the input settled
+    alone = LiveEngine(load_knowledge_base())
+    alone.ingest([Chunk(("node1.log", 0), "node1.log", "node1.log", agent.encode())], now=0.0)
+    assert alone.evaluate(now=0.5) == []
+    assert [alert.failure_id for alert in alone.evaluate(now=3.0)] == ["port-in-use"]

@@ -87,7 +87,7 @@ class AlertBook:
             return None
         primary, initiating = diagnosis.primary, diagnosis.initiating
         role = primary.evidence[0].role if primary.evidence else ""
-        if role not in ROOT_ROLES and not settled:
+        if (role not in ROOT_ROLES or _before_any_worker(diagnosis)) and not settled:
             if self.collateral_only_since is None:
                 self.collateral_only_since = now
             if now - self.collateral_only_since < COLLATERAL_ONLY_SETTLE_SECONDS:
@@ -150,6 +150,22 @@ class AlertBook:
             kind="hang", failure_id="hang", summary=summary, rank=first.rank, source=first.source,
             text=first.last_text, ranks=verdict.ranks,
         )
+
+
+def _before_any_worker(diagnosis: Diagnosis) -> bool:
+    """The first fault is a line that names no rank of its own, in a console where no worker a
+    launcher started has printed yet: the launcher may get past it (torchrun's second agent logs
+    that the store's port is taken, then joins as a client and starts its workers), so it is said
+    once the input settles, as a collateral-only verdict is."""
+    from ..ingest.attribution import parse_prefix
+
+    first = diagnosis.initiating
+    if first is None or (first.rank is not None and not (first.rank_from or "").startswith("the reasoning")):
+        return False
+    prefix = parse_prefix(first.text)
+    if prefix.rank is not None or prefix.local_rank is not None or prefix.task is not None or prefix.pid is not None:
+        return False  # a process's own line, whatever rank the rules gave it
+    return all(source != first.source for source, _line in diagnosis.inputs.launched)
 
 
 def _where(initiating) -> dict:
