@@ -83,3 +83,24 @@ def test_fifo_is_skipped_not_blocking(tmp_path):
 
 def test_unknown_option_is_usage_error():
     assert run_cli("diagnose").returncode == 2
+
+
+def test_stray_nuls_and_nul_holes_in_a_text_log_are_read_and_binary_bytes_are_not(tmp_path):
+    """torch's DataLoader writes a NUL after its bus-error line (a real torch 2.8 run,
+    tests/fixtures/real/shm-plain-torch28); a log copied and truncated while written starts with a
+    hole of NULs. Both are text; random bytes (compressed data, a checkpoint) are not."""
+    bus = ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n"
+           "\x00Traceback (most recent call last):\n"
+           '  File "train.py", line 9, in <module>\n'
+           "RuntimeError: DataLoader worker (pid 15450) is killed by signal: Bus error. It is possible that dataloader's "
+           "workers are out of shared memory. Please try to raise your shared memory limit.\n")
+    (tmp_path / "bus.log").write_bytes(bus.encode())
+    (tmp_path / "hole.log").write_bytes(b"\x00" * 20000 + FAULT.encode())
+    (tmp_path / "random.bin").write_bytes(os.urandom(20000).replace(b"\x00", b"\x01"))  # (no NUL at all)
+    result, report = _diagnose_json(tmp_path)
+    skipped = _skipped(report)
+    assert "bus.log" not in skipped and "hole.log" not in skipped
+    assert "binary" in skipped["random.bin"]
+    found = {item["failure_id"] for item in [report["primary"], *report["collateral"]]} | {
+        item["failure_id"] for item in report["candidates"]}
+    assert {"dataloader-shm-exhausted", "cuda-device-side-assert"} <= found

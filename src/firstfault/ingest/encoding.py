@@ -8,9 +8,11 @@ text in the ASCII range has one in every other byte.
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import replace
 
 BINARY_SAMPLE = 8192
+_NUL_RUN = re.compile(b"\x00{16,}")  # a hole, not text
 _TEXT_BYTES = bytes(byte for byte in range(256) if not (byte < 9 or 13 < byte < 32 and byte != 27))
 
 
@@ -32,12 +34,20 @@ def utf16_encoding(head: bytes) -> str | None:
 
 
 def looks_binary(sample: bytes) -> bool:
-    """NULs, or more than 10% control bytes, in the first 8 KiB (UTF-16 text is not binary)."""
-    head = sample[:BINARY_SAMPLE]
-    if b"\x00" in head:
-        return utf16_encoding(head) is None
-    control = len(head.translate(None, _TEXT_BYTES))  # the control bytes that remain
-    return control > len(head) * 0.1
+    """More than 10% control bytes, or of bytes that are no UTF-8, in the first 8 KiB of text
+    (UTF-16 text is not binary). A stray NUL counts as a control byte: a text log can hold a few
+    (torch's DataLoader writes one after its `Unexpected bus error encountered in worker` line).
+    Runs of NULs are holes (a file copied and truncated while written, a crashed writer's
+    preallocated end) and are passed over, to the text after them when a hole fills the sample."""
+    if b"\x00" in sample[:BINARY_SAMPLE] and utf16_encoding(sample[:BINARY_SAMPLE]) is not None:
+        return False
+    text = _NUL_RUN.sub(b"", sample[:BINARY_SAMPLE * 4])[:BINARY_SAMPLE]
+    if not text:
+        return True  # nothing but NULs
+    control = len(text.translate(None, _TEXT_BYTES))  # the control bytes (and stray NULs) that remain
+    if control > len(text) * 0.1:
+        return True
+    return text.decode("utf-8", "replace").count("\ufffd") > len(text) * 0.1  # compressed or random bytes
 
 
 class Utf16Stream:
