@@ -89,3 +89,29 @@ def test_kb_check_holds_raised_in_frames_to_their_examples(tmp_path: Path):
     messages = [problem.message for problem in problems]
     assert any("matches none of its examples" in message for message in messages), messages
     assert any("raised_in near-miss frame matches" in message for message in messages), messages
+
+
+# errno 11 from a fork (a real run in a pids cgroup, tests/fixtures/real/pids-plain-git-torch28) is
+# a task limit; from a non-blocking socket with nothing to read it is not
+FORK_EAGAIN = """Traceback (most recent call last):
+  File "/job/train.py", line 43, in main
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+  File "/usr/lib/python3.11/subprocess.py", line 1026, in __init__
+    self._execute_child(args, executable, preexec_fn, close_fds,
+  File "/usr/lib/python3.11/subprocess.py", line 1883, in _execute_child
+    self.pid = _fork_exec(
+BlockingIOError: [Errno 11] Resource temporarily unavailable"""
+
+SOCKET_EAGAIN = """Traceback (most recent call last):
+  File "/job/train.py", line 97, in <module>
+    poll_scheduler(sock)
+  File "/usr/lib/python3.11/socket.py", line 705, in readinto
+    return self._sock.recv_into(b)
+BlockingIOError: [Errno 11] Resource temporarily unavailable"""
+
+
+def test_errno_11_is_a_task_limit_only_when_a_fork_raised_it():
+    forked = diagnose_texts([("train.log", TRAINING + "\n" + FORK_EAGAIN)])
+    assert forked.primary.failure_id == "process-limit-reached"
+    polled = diagnose_texts([("train.log", TRAINING + "\n" + SOCKET_EAGAIN)])
+    assert polled.primary is None or polled.primary.failure_id != "process-limit-reached"

@@ -33,3 +33,24 @@ def test_cache_can_be_turned_off(tmp_path, private_cache, monkeypatch):
     cache.cached_check(ENTRIES_DIR, lambda path: calls.append(path) or ([], []))
     cache.cached_check(ENTRIES_DIR, lambda path: calls.append(path) or ([], []))
     assert len(calls) == 2
+
+
+def test_editing_the_class_list_invalidates_the_cache(monkeypatch):
+    """The check holds every entry to classes.yaml (a core class must be listed there): a new class
+    added to it alone must not leave the cached problem that it was missing."""
+    import os
+    from pathlib import Path
+
+    from firstfault.kb.classes import CLASSES_FILE
+
+    before = cache.fingerprint(ENTRIES_DIR)
+    real_stat = os.stat
+
+    def edited(path, *args, **kwargs):
+        info = real_stat(path, *args, **kwargs)
+        if Path(path) == CLASSES_FILE:
+            return os.stat_result((*info[:8], info.st_mtime + 1, info[9]))
+        return info
+
+    monkeypatch.setattr(cache.os, "stat", edited)
+    assert cache.fingerprint(ENTRIES_DIR) != before
