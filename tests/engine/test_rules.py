@@ -337,6 +337,22 @@ def test_nothing_failed_says_when_the_logs_show_no_finish_and_no_progress():
     assert not rule("nothing-failed").apply(finished, start(finished)).notes
 
 
+def test_nothing_failed_says_when_the_last_step_is_short_of_its_end():
+    """A real run in a memory cgroup: the OOM killer SIGKILLed the one process after `step 4/40`,
+    and nothing else was written. Healthy (a log read while the job runs looks the same), but the
+    report says where it stopped and where a silent kill shows."""
+    def ran_to(text):
+        line = StreamLine(6, 10.0, text)
+        return facts([context("frame", 3)], activity=[StreamActivity("train.log", 0, None, (line,), False, (line,))])
+
+    short = ran_to("2026-12-06 10:24:10,315 INFO train: step 4/40 loss 1.5851")
+    decided = rule("nothing-failed").apply(short, start(short))
+    assert decided.status == "healthy" and "'2026-12-06 10:24:10,315 INFO train: step 4/40" in decided.notes[-1]
+    assert "dmesg" in decided.notes[-1] and "OOMKilled" in decided.notes[-1]
+    whole = ran_to("2026-12-06 10:24:11,315 INFO train: step 40/40 loss 1.2")
+    assert not rule("nothing-failed").apply(whole, start(whole)).notes
+
+
 def test_failed_unexplained_is_unknown_with_an_action():
     built = facts([context("failed-exit", 3, captures={"code": "3"})])
     decided = rule("failed-unexplained").apply(built, start(built))

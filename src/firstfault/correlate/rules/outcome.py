@@ -209,6 +209,28 @@ def _declaration_of(facts: Facts, rank: int) -> Match | None:
     return None
 
 
+_OF_TOTAL = re.compile(r"\b(\d{1,9})\s*/\s*(\d{1,9})\b")
+
+
+def _of_total(text: str) -> tuple[int, int] | None:
+    """`step 4/40` -> (4, 40) when the count is short of its total (the last such count on the line)."""
+    found = _OF_TOTAL.findall(text)
+    if not found:
+        return None
+    done, total = (int(value) for value in found[-1])
+    return (done, total) if 0 < done < total else None
+
+
+def _last_progress(facts: Facts) -> tuple:
+    """(stream, line): the latest progress line of any stream (by time where they carry one, else
+    the last seen); (None, None) without one."""
+    lines = [(stream, line) for stream in facts.activity for line in stream.progress]
+    timed = [item for item in lines if item[1].time is not None]
+    if timed:
+        return max(timed, key=lambda item: item[1].time)
+    return lines[-1] if lines else (None, None)
+
+
 @rule("nothing-failed")
 def nothing_failed(facts: Facts, decision: Decision) -> Decision | None:
     """No error, no failure sign the run did not outlive, and the job was not stopped by hand:
@@ -228,7 +250,26 @@ def nothing_failed(facts: Facts, decision: Decision) -> Decision | None:
         # (the contract has no status for "cannot tell": the report says what the logs do not show)
         text = note = (text + "; nor do they show the job finishing or making progress: if it stopped at its "
                        "last line, it hung or was killed there, which leaves no line")
+    elif (short := _short_of_its_end(facts)) is not None:
+        # a log read while its job runs and one whose process was SIGKILLed without a word (the
+        # OOM killer in a container, whose line is in dmesg) read the same (a real run in a memory
+        # cgroup, tests/fixtures/real/oom-plain-torch213; thirteen healthy thread excerpts the other way)
+        text = note = (f"{text}, but the last progress line ({short.strip()[:80]!r}) is short of its end and none says the "
+                       "job finished: if it is no longer running, it was killed there without a word (the kernel's OOM "
+                       "killer, a scheduler's SIGKILL): `dmesg -T | grep -i oom`, `kubectl describe pod` (OOMKilled), "
+                       "`sacct -j JOB -o State,ExitCode`")
     return decision.with_because("nothing-failed", text, note=note, status="healthy")
+
+
+def _short_of_its_end(facts: Facts) -> str | None:
+    """The latest progress line, when it counts short of its total (`step 4/40`) and no line says
+    the job finished."""
+    from ...match.context import JOB_SUCCEEDED
+
+    if any(m.signature.name == JOB_SUCCEEDED for m in facts.matches):
+        return None
+    _stream, last = _last_progress(facts)
+    return last.text if last is not None and _of_total(last.text) is not None else None
 
 
 def _seen_to_finish_or_progress(facts: Facts) -> bool:
