@@ -877,6 +877,16 @@ def test_rank_only_process():
     assert rule("rank-only-process").apply(several, _decided(bare, several)) is None
 
 
+def test_rank_only_process_not_for_a_process_that_could_not_join():
+    """A real torchrun agent whose rendezvous endpoint's name does not resolve started no worker:
+    its console is one process, and it is no rank (tests/fixtures/real/dns-tee-ws2-torch213)."""
+    dns = hit("rendezvous-failure", 3, source="console.log", name="store-name-not-resolved",
+              text="[W1206 10:52:42.257151864 socket.cpp:764] [c10d] The IPv6 network addresses of (trainer-master.invalid, "
+                   "29400) cannot be retrieved (gai error: -2 - Name or service not known).")
+    built = facts([dns], single=True)
+    assert rule("rank-only-process").apply(built, _decided(dns, built)) is None
+
+
 def test_rank_only_process_not_from_the_kernel_s_lines_alone():
     """A dmesg with one Xid or OOM kill is the host's account of some process: no process line is in
     view, so it is no 'only process, rank 0'; beside the process's own `Killed` line it is."""

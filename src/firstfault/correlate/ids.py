@@ -11,9 +11,10 @@ VIRTUAL_INTERFACE = "nccl-virtual-interface"
 LAUNCHER_AFTERMATH = "torchelastic-child-failed"
 P2P_FAILURE = "nccl-p2p-failure"
 HOST_OOM = "host-oom-killed"
+RENDEZVOUS = "rendezvous-failure"
 
 ENGINE_IDS = (PEER_CRASH, STRAGGLER, UNEVEN, MISMATCH, EXTERNAL_STOP, NATIVE_CRASH, LAUNCHER_AFTERMATH, VIRTUAL_INTERFACE,
-              P2P_FAILURE, HOST_OOM)
+              P2P_FAILURE, HOST_OOM, RENDEZVOUS)
 
 # Failures whose process is ended by a signal (the kernel's SIGKILL, a SIGSEGV of its own): it
 # never exits with a code of its own, so a launcher's report of one (1, 2: a Python error's) is

@@ -264,9 +264,7 @@ def nothing_failed(facts: Facts, decision: Decision) -> Decision | None:
 def _short_of_its_end(facts: Facts) -> str | None:
     """The latest progress line, when it counts short of its total (`step 4/40`) and no line says
     the job finished."""
-    from ...match.context import JOB_SUCCEEDED
-
-    if any(m.signature.name == JOB_SUCCEEDED for m in facts.matches):
+    if _said_finished(facts):
         return None
     _stream, last = _last_progress(facts)
     return last.text if last is not None and _of_total(last.text) is not None else None
@@ -274,10 +272,13 @@ def _short_of_its_end(facts: Facts) -> str | None:
 
 def _seen_to_finish_or_progress(facts: Facts) -> bool:
     """Whether the logs show the job finishing (a finish line) or training going on (progress lines)."""
+    return _said_finished(facts) or any(stream.progress for stream in facts.activity)
+
+
+def _said_finished(facts: Facts) -> bool:
     from ...match.context import JOB_SUCCEEDED
 
-    return (any(m.signature.name == JOB_SUCCEEDED for m in facts.matches)
-            or any(stream.progress for stream in facts.activity))
+    return any(m.signature.name == JOB_SUCCEEDED for m in facts.matches)
 
 
 @rule("peer-lost-elsewhere")

@@ -11,7 +11,7 @@ from ..identity import bus_key, pid_key
 from ..events import time_key
 from ..facts import Facts, SIGTERM_CODES
 from ..failure_table import first_failure_ties, tie_note
-from ..ids import EXTERNAL_STOP, SIGNAL_DEATHS, STRAGGLER
+from ..ids import EXTERNAL_STOP, RENDEZVOUS, SIGNAL_DEATHS, STRAGGLER
 from ..odd_one_out import no_odd_one, odd_rank
 from ..rank_table import ranks_seen, size_declared
 from . import Decision, rule
@@ -346,6 +346,8 @@ def only_process(facts: Facts, decision: Decision) -> Decision | None:
         return None
     if all(_host_level(m) for m in (decision.initiating, *(m for m in facts.matches if m.role != "context"))):
         return None
+    if facts.relations.core(decision.primary) == RENDEZVOUS:
+        return None  # the process could not join: no rank was given yet (a launcher's agent, or a worker of any rank)
     return _named(decision, "rank-only-process", 0, "is the only process", [decision.initiating])
 
 
