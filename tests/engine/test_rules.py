@@ -436,6 +436,28 @@ def test_hang_never_joined_anchors_on_the_ranks_own_last_line():
     assert "syncing checkpoint" in decided.initiating.line.text
 
 
+def test_hang_back_too_late_names_the_rank_that_worked_on_while_the_others_waited():
+    """A real gloo run: rank 3 synced a checkpoint for 5 s past a 3 s timeout. Ranks 0-2 and 4
+    timed out at once (their tracebacks carry no time of their own); rank 3's `sync done` came 5 s
+    after their last work, and it then lost its peers like one of them."""
+    def ran(rank, lines):
+        return StreamActivity(f"rank{rank}.log", rank, None, tuple(StreamLine(*line) for line in lines), False)
+
+    waiting = [timeout(40, rank) for rank in (0, 1, 2, 4)]
+    streams = [ran(rank, [(20, 36.1 + rank / 100, f"epoch 0 step 5/8 loss 1.37 (rank {rank})")]) for rank in (0, 1, 2, 4)]
+    late = ran(3, [(24, 36.635, "rank 3: syncing checkpoint to remote storage"), (89, 41.635, "rank 3: sync done")])
+    built = facts(waiting, ranks=range(5), activity=[*streams, late])
+    decided = rule("hang-back-too-late").apply(built, start(built))
+    assert decided.initiating.line.origin.rank == 3 and "sync done" in decided.initiating.line.text
+    # the same line a moment after the others' last work: nothing says they waited for it
+    soon = ran(3, [(24, 36.135, "rank 3: syncing checkpoint to remote storage"), (89, 36.4, "rank 3: sync done")])
+    built = facts(waiting, ranks=range(5), activity=[*streams, soon])
+    assert rule("hang-back-too-late").apply(built, start(built)) is None
+    # a rank that timed out itself is a waiter, however late its last line
+    built = facts([*waiting, timeout(41, 3)], ranks=range(5), activity=[*streams, late])
+    assert rule("hang-back-too-late").apply(built, start(built)) is None
+
+
 def test_hang_never_joined_names_no_rank_when_several_below_the_waiters_are_silent():
     """The end of a two-node log: ranks 5-12 and 14-15 timed out; ranks 0-4 and 13 printed nothing
     there. Every rank below one seen exists, so rank 0 is one silent rank of six, not the one."""

@@ -260,6 +260,45 @@ def late_arrival(facts: Facts, decision: Decision) -> Decision | None:
                          f"rank {rank} reached the collective only after the others had timed out and left", None)
 
 
+BACK_LATE_SECONDS = 1.0  # how much later than every other rank's last work a rank's own must be
+
+
+@rule("hang-back-too-late")
+def back_too_late(facts: Facts, decision: Decision) -> Decision | None:
+    """One rank printed work of its own (`rank 3: sync done`) later than every other rank's last
+    work, after they had timed out waiting: it was busy while they waited, and came back to find
+    them gone (its own error then is a lost peer, like theirs). Ranks' error lines do not count as
+    work; only lines stamped with their own time do. (Seen in real gloo runs whose straggler slept
+    past the 3 s timeout: tests/fixtures/real/straggler-srun-ws5-r3, straggler-tee-ws6-r2-torch29-py313.)"""
+    timed_out, _disconnected = _timed_out_and_disconnected(facts)
+    if not timed_out:
+        return None
+    failures = {(m.line.origin.source, m.line.origin.line) for m in facts.matches if m.role != "context"}
+    last_work: dict[int, tuple[float, object, object]] = {}
+    for stream in facts.activity:
+        if stream.rank is None or stream.unprefixed:
+            continue
+        work = [line for line in stream.lines if line.time is not None and (stream.source, line.line) not in failures
+                and _says_something(line.text)]
+        if work and (stream.rank not in last_work or work[-1].time > last_work[stream.rank][0]):
+            last_work[stream.rank] = (work[-1].time, stream, work[-1])
+    if len(last_work) < 2:
+        return None
+    ordered = sorted(last_work.items(), key=lambda item: item[1][0])
+    (rank, (time, stream, line)), second = ordered[-1], ordered[-2][1][0]
+    if rank in timed_out or time - second < BACK_LATE_SECONDS:
+        return None
+    waited = [m.line.origin.time for m in facts.timeouts if m.line.origin.time is not None and not m.line.origin.time_inherited]
+    if waited and time <= min(waited):
+        return None  # it printed before the others gave up: that says nothing of who they waited for
+    from .progress import activity_match
+
+    reason = (f"rank {rank}'s own line {line.text.strip()[:70]!r} came {time - second:.1f} s after every other rank's last "
+              "work, when they had timed out waiting: it was busy while they waited")
+    return hang_decision(facts, decision, "hang-back-too-late", STRAGGLER, rank, reason,
+                         activity_match(stream, STRAGGLER, line))
+
+
 @rule("hang-never-joined")
 def never_joined(facts: Facts, decision: Decision) -> Decision | None:
     """The one rank that printed no timeout while all the others timed out waiting."""

@@ -7,7 +7,7 @@ from .action import action_from_entry
 from .consequences import consequences, crash_took_down_peers
 from .host import host_of_rank, host_of_tied_ranks, named_on_its_line, needs_host, only_host
 from .ending import finished_after_it, job_finished, restarted_and_went_on
-from .hang import (aborted_together, after_the_end, all_timed_out, alone_in_barrier, different_collectives, first_collective, late_arrival,
+from .hang import (aborted_together, after_the_end, all_timed_out, alone_in_barrier, back_too_late, different_collectives, first_collective, late_arrival,
                    never_joined, p2p_redirected, sequence_behind, stacks_differ, step_behind)
 from .outcome import failed_unexplained, nothing_failed, peer_lost_elsewhere, peer_vanished, survived_errors
 from .primary import earliest_root, specific_symptom, strongest_symptom
@@ -34,7 +34,7 @@ STAGES: tuple[Stage, ...] = (
                      stop_after_fault, stop_ended_hang, waiting_for_failed_rank, explained_by_another),
           when=_undecided),
     Stage("primary", (aborted_together, specific_symptom, earliest_root, strongest_symptom), first_only=True, when=_undecided),
-    Stage("hang", (sequence_behind, different_collectives, stacks_differ, alone_in_barrier, late_arrival, never_joined,
+    Stage("hang", (sequence_behind, different_collectives, stacks_differ, alone_in_barrier, late_arrival, never_joined, back_too_late,
                    step_behind, silent_first, first_collective, p2p_redirected, after_the_end,
                    all_timed_out, hang_unattributed), first_only=True, when=hung),
     # (a lone rank that lost its peers after the end hung on nothing: its peers had left, so it
