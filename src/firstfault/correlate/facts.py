@@ -65,6 +65,13 @@ class Facts:
                      and match.captures.get("code") not in SIGTERM_CODES)
 
     @cached_property
+    def failure_tables(self) -> tuple:
+        """torchrun's failure tables in the logs, read once (correlate/failure_table.py)."""
+        from .failure_table import read_tables
+
+        return read_tables(self.matches)
+
+    @cached_property
     def hosts(self) -> frozenset:
         """Every host the logs name: seen by the scan, or tied to a rank (one means one node)."""
         return frozenset(host for host in (*self.inputs.hosts, *self.identity.named) if host)

@@ -37,6 +37,19 @@ def counters_of(text: str) -> tuple[int, ...]:
     return tuple(int(a or b) for a, b, in ((m.group(1), m.group(2)) for m in _COUNTER.finditer(text)) if (a or b))
 
 
+_OF_TOTAL = re.compile(r"\b(\d{1,9})\s*/\s*(\d{1,9})\b")
+
+
+def short_of_total(text: str) -> tuple[int, int] | None:
+    """`step 4/40` -> (4, 40) when a progress line's count is short of its total (the last count
+    on the line); None when it reached it or gives none."""
+    found = _OF_TOTAL.findall(text)
+    if not found:
+        return None
+    done, total = (int(value) for value in found[-1])
+    return (done, total) if 0 < done < total else None
+
+
 _TRACE_BODY = ("frame #", "File \"", "File '", "^", "~", "Traceback (most recent call last)", "Exception raised from")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ...match.context import ERROR_STATEMENT, FAILURE_SIGNATURES, LAUNCHER_FAILED, TRACEBACK_HEADER
+from ...match.progress_lines import short_of_total
 from ...model import Match
 from ..events import time_key
 from ..facts import Facts
@@ -209,18 +210,6 @@ def _declaration_of(facts: Facts, rank: int) -> Match | None:
     return None
 
 
-_OF_TOTAL = re.compile(r"\b(\d{1,9})\s*/\s*(\d{1,9})\b")
-
-
-def _of_total(text: str) -> tuple[int, int] | None:
-    """`step 4/40` -> (4, 40) when the count is short of its total (the last such count on the line)."""
-    found = _OF_TOTAL.findall(text)
-    if not found:
-        return None
-    done, total = (int(value) for value in found[-1])
-    return (done, total) if 0 < done < total else None
-
-
 def _last_progress(facts: Facts) -> tuple:
     """(stream, line): the latest progress line of any stream (by time where they carry one, else
     the last seen); (None, None) without one."""
@@ -267,7 +256,7 @@ def _short_of_its_end(facts: Facts) -> str | None:
     if _said_finished(facts):
         return None
     _stream, last = _last_progress(facts)
-    return last.text if last is not None and _of_total(last.text) is not None else None
+    return last.text if last is not None and short_of_total(last.text) is not None else None
 
 
 def _seen_to_finish_or_progress(facts: Facts) -> bool:
