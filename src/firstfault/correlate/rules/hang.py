@@ -34,11 +34,16 @@ def own_line(facts: Facts, rank: int, failure_id: str) -> Match | None:
     streams = [stream for stream in facts.activity if stream.rank == rank and not stream.unprefixed and stream.lines]
     if not streams:
         return None
-    failures = {(match.line.origin.source, match.line.origin.line) for match in facts.matches if match.role != "context"}
+    failures = _error_lines(facts)
     stream = max(streams, key=lambda item: len(item.lines))
     busy = [line for line in stream.lines if (stream.source, line.line) not in failures and _says_something(line.text)]
     timed = [line for line in busy if line.time is not None]
     return activity_match(stream, failure_id, (timed or busy)[-1] if busy else None)
+
+
+def _error_lines(facts: Facts) -> set:
+    """(source, line) of every line a failure signature read: no line of work a rank was busy with."""
+    return {(match.line.origin.source, match.line.origin.line) for match in facts.matches if match.role != "context"}
 
 
 def _says_something(text: str) -> bool:
@@ -273,7 +278,7 @@ def back_too_late(facts: Facts, decision: Decision) -> Decision | None:
     timed_out, _disconnected = _timed_out_and_disconnected(facts)
     if not timed_out:
         return None
-    failures = {(m.line.origin.source, m.line.origin.line) for m in facts.matches if m.role != "context"}
+    failures = _error_lines(facts)
     last_work: dict[int, tuple[float, object, object]] = {}
     for stream in facts.activity:
         if stream.rank is None or stream.unprefixed:
