@@ -1218,6 +1218,31 @@ def test_job_finished_on_one_rank_does_not_order_another_ranks_untimed_failure_b
     assert rule("job-finished").apply(built, start(built)).status == "healthy"
 
 
+def test_job_finished_then_a_warning_that_the_store_went_away_is_teardown():
+    """A real two-node torchrun run (the project's CI): node 0's agent, shutting the rendezvous down
+    after `training finished`, warned that the store (node 1's agent, gone) closed the connection.
+    Every process exited 0. An error after the finish, or a warning of anything but a lost peer,
+    still says the job did not end there."""
+    done = context("job-succeeded", 17, source="node0.log", time=1000.154, text="[trainer0]:2026-12-06 12:01:05,154 INFO train: training finished after 16 steps")
+    warned = hit("tcpstore-timeout", 18, source="node0.log", time=1000.941, role="collateral", text=(
+        "[W1206 12:01:05.941173814 TCPStore.cpp:115] [c10d] recvVector failed on SocketImpl(fd=3): Failed to recv, "
+        "got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?"))
+    built = facts([done, warned])
+    assert rule("job-finished").apply(built, start(built)).status == "healthy"
+    logged = replace(warned, line=replace(warned.line, text="[trainer0]:2026-12-06 12:01:05,941 WARNING store: connection closed"))
+    built = facts([done, logged])
+    assert rule("job-finished").apply(built, start(built)).status == "healthy"
+    raised = replace(warned, line=replace(warned.line, text="[rank1]: RuntimeError: [pair.cc:535] Connection closed by peer [127.0.0.1]:9"))
+    built = facts([done, raised])
+    assert rule("job-finished").apply(built, start(built)) is None  # an error, not a warning
+    logged_error = replace(warned, line=replace(warned.line, text="[E1206 12:01:05.941173814 TCPStore.cpp:115] recvVector failed"))
+    built = facts([done, logged_error])
+    assert rule("job-finished").apply(built, start(built)) is None
+    own = replace(warned, signature=replace(warned.signature, role="root"))
+    built = facts([done, own])
+    assert rule("job-finished").apply(built, start(built)) is None  # a warning of a failure of its own
+
+
 def test_job_finished_in_another_run_kept_beside_the_failed_one_is_no_recovery():
     """A folder with the failed run's console and a later run's (or sacct's account of another job):
     the other run's finish does not speak for a failure whose file ended before that run began."""

@@ -77,6 +77,20 @@ def _failures(facts: Facts) -> list[Match]:
     return [*facts.winners, *(m for m in facts.matches if m.signature.name in _FAILED_AFTER), *interrupts(facts)]
 
 
+# A line printed at warning level: glog's `W1206 12:01:05.9 ...` (torch's C++ and its launcher,
+# after a `[rankN]:` or `[` prefix), or a logging record's WARNING level.
+_WARNING_LEVEL = re.compile(r"^(?:\[[\w-]+\]:)*(?:\[?W\d{4} \d\d:\d\d:\d\d|[\d\-:,. T\[\]]{0,36}\bWARNING\b)")
+
+
+def _peer_gone_warning(match: Match) -> bool:
+    """A warning that a peer or the store went away (a consequence by role, printed at warning
+    level: the process said it and went on). After a finish it is teardown: the peers that
+    finished first exited. (Seen in a real two-node torchrun run: the agent of the node whose
+    store host had exited warned `recvVector failed ... got 0 bytes` while shutting the rendezvous
+    down, 0.8 s after `training finished`; every process exited 0.)"""
+    return match.role == "collateral" and bool(_WARNING_LEVEL.search(match.line.text))
+
+
 _SHELL_STATUS = re.compile(r"[$#]\s*echo \$\?\s*$")
 
 
@@ -118,7 +132,7 @@ def job_finished(facts: Facts, decision: Decision) -> Decision | None:
     if not finished:
         return None
     last = max(finished, key=lambda m: (_is_accounting(m), time_key(m)))
-    failures = _failures(facts)
+    failures = [failure for failure in _failures(facts) if not (_peer_gone_warning(failure) and _before(last, failure))]
     runs = runs_of(facts.inputs)
     run = _run_file(facts, last)
     for failure in failures:
