@@ -129,12 +129,14 @@ def read_case(case_dir: Path, known_classes: set[str]) -> tuple[dict, str]:
     return spec, ""
 
 
-def evaluate_case(case_dir: Path, spec: dict, kb=None) -> CaseResult:
+def evaluate_case(case_dir: Path, spec: dict, kb=None, diagnose=None) -> CaseResult:
+    """The case's result; `diagnose(logs_dir)` gives the diagnosis of its logs (the pipeline's by default)."""
     expect = spec.get("expect") or {}
     expected = expect.get("class", "healthy")
     got_entry, got_host = "", None
     try:
-        diagnosis = diagnose_paths([str(case_dir / "logs")], kb=kb)
+        logs = case_dir / "logs"
+        diagnosis = diagnose(logs) if diagnose is not None else diagnose_paths([str(logs)], kb=kb)
         got_class = diagnosis.primary.class_id if diagnosis.primary else diagnosis.status
         got_entry = diagnosis.primary.failure_id if diagnosis.primary else ""
         got_rank = diagnosis.initiating.rank if diagnosis.initiating else None
@@ -193,7 +195,9 @@ class Score:
         return [result.verdict_line for result in self.results]
 
 
-def evaluate(roots: list[str], kb=None) -> Score:
+def evaluate(roots: list[str], kb=None, diagnose=None) -> Score:
+    """Every case under `roots` scored. `diagnose(logs_dir)`, when given, diagnoses a case's logs
+    in the pipeline's place (the test suite's cache, which other tests of the same cases share)."""
     from .kb import load_knowledge_base
 
     kb = kb or load_knowledge_base()
@@ -205,7 +209,7 @@ def evaluate(roots: list[str], kb=None) -> Score:
         if problem:
             invalid.append(InvalidCase(case.name, str(case / "case.yaml"), problem))
         else:
-            results.append(evaluate_case(case, spec, kb))
+            results.append(evaluate_case(case, spec, kb, diagnose))
     return Score(tuple(results), tuple(invalid))
 
 

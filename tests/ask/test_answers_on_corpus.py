@@ -31,11 +31,12 @@ def labelled_cases() -> list[tuple[Path, dict]]:
 
 
 @pytest.fixture(scope="module")
-def answered() -> list[tuple[str, dict, dict]]:
-    """(case, labels, contract) of the cases whose first rank the engine finds."""
+def answered(corpus_diagnosis) -> list[tuple[str, dict, dict]]:
+    """(case, labels, contract) of the cases whose first rank the engine finds (the knowledge base
+    the cases were diagnosed with is the one `KB` loads: the package's own)."""
     kept = []
     for case, expect in labelled_cases():
-        contract = to_contract(diagnose_paths([str(case / "logs")], kb=KB))
+        contract = to_contract(corpus_diagnosis(case / "logs"))
         where = (contract.get("primary") or {}).get("initiating") or {}
         if where.get("rank") == expect["initiating_rank"]:
             kept.append((case.name, expect, contract))

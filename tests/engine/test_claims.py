@@ -7,12 +7,10 @@ a claim that every (or all N) rank(s) timed out holds for the table's rows.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
-from firstfault.pipeline import diagnose_paths
 
 from .conftest import REPO
 
@@ -58,15 +56,9 @@ def claim_problems(diagnosis) -> list[str]:
     return problems
 
 
-@lru_cache(maxsize=None)
-def _diagnosis(case: Path):
-    """Each case diagnosed once for both tests (the corpus is diagnosed by several test files)."""
-    return diagnose_paths([str(case.parent / "logs")])
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda path: f"{path.parent.parent.name}/{path.parent.name}")
-def test_why_agrees_with_the_rank_table(case: Path):
-    diagnosis = _diagnosis(case)
+def test_why_agrees_with_the_rank_table(case: Path, corpus_diagnosis):
+    diagnosis = corpus_diagnosis(case.parent / "logs")
     assert claim_problems(diagnosis) == []
 
 
@@ -74,10 +66,10 @@ PLACING_RULES_WITHOUT_A_LINE = ()  # every rule that names where a failure start
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda path: f"{path.parent.parent.name}/{path.parent.name}")
-def test_every_named_rank_and_host_is_tied_to_a_line(case: Path):
+def test_every_named_rank_and_host_is_tied_to_a_line(case: Path, corpus_diagnosis):
     """Never invent: a rank or host the report names comes from the failing line itself, or a rule
     tied it to the failing line through lines it cites (the identity map's links)."""
-    diagnosis = _diagnosis(case)
+    diagnosis = corpus_diagnosis(case.parent / "logs")
     where = diagnosis.initiating
     if where is None:
         return

@@ -120,3 +120,28 @@ def test_a_tie_on_one_host_still_names_the_host():
     diagnosis = diagnose_texts([("node0.log", node0), ("node1.log", text)])
     assert diagnosis.initiating is None or diagnosis.initiating.rank is None
     assert diagnosis.initiating is not None and diagnosis.initiating.host == "gpu-b07", diagnosis.because
+
+
+def _table(host: str, rows: list[tuple[int, int, str, str]]) -> str:
+    """A failure table of one agent; rows (rank, local rank, time, exit code), the last its root cause."""
+    records = [f"[{index}]:\n  time      : 2026-01-05_{time}\n  host      : {host}\n  rank      : {rank} (local_rank: {local})\n"
+               f"  exitcode  : {code} (pid: {7000 + rank})\n  error_file: <N/A>\n"
+               "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
+               for index, (rank, local, time, code) in enumerate(rows)]
+    return "\n".join(["AssertionError: Torch not compiled with CUDA enabled",
+                      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", "=" * 60,
+                      "train.py FAILED", "-" * 60, "Failures:", *records[:-1], "-" * 60,
+                      "Root Cause (first observed failure):", records[-1], "=" * 60])
+
+
+def test_failures_of_one_second_tie_across_the_nodes_tables():
+    """Each agent of a two-node job prints its own table (seen in real runs on two named hosts):
+    node 0's says rank 0 failed at 10:00:07 (rank 1 it stopped), node 1's ties ranks 2 and 3 in
+    that second. The first failure is any of ranks 0, 2 and 3, on either host: neither is named."""
+    node0 = _table("gpu-a100-017", [(1, 1, "10:00:07", "-15"), (0, 0, "10:00:07", "1")])
+    node1 = _table("ip-10-0-3-17", [(3, 1, "10:00:07", "1"), (2, 0, "10:00:07", "1")])
+    diagnosis = diagnose_texts([("node0.log", node0), ("node1.log", node1)])
+    assert diagnosis.initiating is None or (diagnosis.initiating.rank is None and diagnosis.initiating.host is None), \
+        diagnosis.because
+    tie = [step for step in diagnosis.because if step.rule == "rank-launcher-tie"]
+    assert tie and "ranks 0, 2, 3" in tie[0].text, diagnosis.because

@@ -17,8 +17,8 @@ SETS = ("dev", "upstream", "real")
 
 
 @pytest.fixture(scope="module", params=SETS)
-def scored(request):
-    return request.param, evaluate([str(REPO / "tests" / "fixtures" / request.param)])
+def scored(request, corpus_diagnosis):
+    return request.param, evaluate([str(REPO / "tests" / "fixtures" / request.param)], diagnose=corpus_diagnosis)
 
 
 def test_verdicts_are_exactly_the_committed_ones(scored):

@@ -214,3 +214,33 @@ def test_the_fault_marker_appears_whole(tmp_path, monkeypatch):
     assert written and marker not in written
     assert marker.read_text() == "oom-victim 2"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["reached-step"]
+
+
+def test_host_names_are_one_per_node_and_valid(monkeypatch):
+    from firstfault.lab import runner
+
+    monkeypatch.setattr(runner.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(runner.shutil, "which", lambda name: f"/usr/bin/{name}")
+    runner.check_hosts("twonode", ["gpu-a100-017", "ip-10-0-3-17"])
+    runner.check_hosts("tee", ["dgx-h100-04"])
+    for layout, hosts, said in [("twonode", ["gpu-a100-017"], "give 2 name"), ("tee", ["a", "b"], "give 1 name"),
+                                ("twonode", ["gpu a100", "b"], "not a host name"), ("srun", ["n1"], "names its node itself")]:
+        with pytest.raises(LabError, match=said):
+            runner.check_hosts(layout, hosts)
+    monkeypatch.setattr(runner.os, "geteuid", lambda: 1000)
+    with pytest.raises(LabError, match="needs root"):
+        runner.check_hosts("tee", ["dgx-h100-04"])
+
+
+def test_each_node_runs_on_its_host_and_every_name_resolves(tmp_path):
+    from firstfault.lab.layouts import on_hosts, plan_launch
+
+    plan = plan_launch("twonode", world_size=4, script="train.py", script_args=[], logs_dir=tmp_path / "logs", port=29500)
+    on_hosts(plan, ["gpu-a100-017", "ip-10-0-3-17"], tmp_path)
+    (first, second) = plan.processes
+    assert first.command[:3] == ["unshare", "--uts", "--mount"] and "gpu-a100-017" in first.command
+    assert "ip-10-0-3-17" in second.command and "gpu-a100-017" not in second.command
+    assert first.command[-1] == "train.py"  # (the command itself, last, unchanged)
+    lines = (tmp_path / "hosts").read_text().splitlines()
+    # each name on its own loopback address: an address looked up gives its name back
+    assert "127.0.1.1 gpu-a100-017" in lines and "127.0.1.2 ip-10-0-3-17" in lines

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 
 import pytest
 
@@ -195,3 +196,23 @@ def test_a_run_with_another_python_records_the_release_it_ran(tmp_path):
     case = yaml.safe_load((out / "case.yaml").read_text())
     assert f"Python {sys.version.split()[0]}" in case["source"]
     assert f"Python {sys.version.split()[0]}" in case["notes"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                    reason="--hosts runs each node in a UTS and mount namespace of its own (root, util-linux)")
+def test_a_run_on_named_hosts_says_each_node_s_host_and_the_faulty_rank_s(tmp_path):
+    """`lab run --hosts A,B`: each node of a two-node run on a host of its own name (the real
+    runs behind the named-host first-sight row). torchrun's failure table says each node's name,
+    the case's label names the faulty rank's node, and the diagnosis names the same host."""
+    from firstfault.lab.runner import diagnose_case, judge, run_scenario
+
+    hosts = ["gpu-a100-017", "ip-10-0-3-17"]
+    lab_run = run_scenario(get("exc-index-error"), out_dir=tmp_path / "case", layout="twonode", world_size=2, rank=1,
+                           hosts=hosts)
+    for node, host in enumerate(hosts):
+        assert re.search(rf"^  host\s+: {re.escape(host)}$", (lab_run.out_dir / "logs" / f"node{node}.log").read_text(),
+                         re.MULTILINE), f"node {node}'s agent does not say its host {host}"
+    assert lab_run.expect["initiating_host"] in hosts
+    contract = diagnose_case(lab_run.out_dir)
+    assert judge(contract, lab_run.expect) == [], contract.get("primary")
+    assert contract["primary"]["initiating"]["host"] == lab_run.expect["initiating_host"]

@@ -250,3 +250,17 @@ def test_collateral_ranks_named_by_their_pids():
     listed = {rank for finding in diagnosis.collateral for rank in finding.ranks}
     assert listed == {0, 1, 2, 3, 4, 6, 7}
     assert {row.rank: row.ended for row in diagnosis.ranks}[0] == "stopped"
+
+
+def test_a_rank_group_names_a_host_only_for_the_ranks_it_is_told_for():
+    """Ranks that ended alike share a row; when the logs tell the host of some of them only (a
+    real two-node run: node 0's agent named its host, node 1's printed nothing), the row does not
+    put the others on that host."""
+    from firstfault.model import Diagnosis, RankRow
+    from firstfault.render.diagnosis_text import rank_lines
+
+    rows = tuple(RankRow(rank, host="compute-3-04" if rank < 3 else None, ended="silent") for rank in range(6))
+    diagnosis = Diagnosis("failure", None, None, (), (), None, ranks=rows)
+    assert rank_lines(diagnosis) == ["ranks 0-5: silent on compute-3-04 (ranks 0-2; the others' host is not told)"]
+    told = tuple(RankRow(rank, host="compute-3-04", ended="silent") for rank in range(6))
+    assert rank_lines(Diagnosis("failure", None, None, (), (), None, ranks=told)) == ["ranks 0-5: silent on compute-3-04"]

@@ -42,6 +42,9 @@ def register(subparsers) -> None:
     run.add_argument("--python", metavar="PATH", default=None,
                      help="run the job with this Python (another venv's, to run another torch release: 1.12 and later, "
                           "Python 3.8 and later); torch must be installed there")
+    run.add_argument("--hosts", metavar="NAME[,NAME]", default=None,
+                     help="run each node on a host of this name (two for --layout twonode, one otherwise), each in a "
+                          "UTS namespace of its own: torchrun's lines then name the host (needs root)")
     add_output_options(run, FORMATS)
     run.set_defaults(func=run_scenario)
 
@@ -99,7 +102,8 @@ def run_scenario(args) -> int:
     try:
         lab_run = run(scenario, out_dir=out_dir, layout=args.layout, world_size=args.world_size, rank=args.rank,
                       fixed=args.fixed, observer=lambda line: print(line, file=sys.stderr), tracebacks=args.tracebacks,
-                      record=args.record, python=python)
+                      record=args.record, python=python,
+                      hosts=[name.strip() for name in args.hosts.split(",")] if args.hosts else None)
     except LabError as exc:
         print(f"firstfault: error: {exc}", file=sys.stderr)
         return 2

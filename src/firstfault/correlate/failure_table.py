@@ -39,14 +39,11 @@ class FailureTable:
     def root_rank(self) -> int | None:
         return next((rank for rank, row in self.records if row is self.root), None)
 
-    def same_second(self, killed_only: bool = False) -> set[int]:
+    def failed_in(self, second: int, killed_only: bool = False) -> set[int]:
         """The ranks of the records that did not exit by SIGTERM (`killed_only`: that a signal
-        killed) and carry the root cause's second."""
-        second = self.root.line.origin.time if self.root is not None else None
-        if second is None:
-            return set()
+        killed) and carry that second."""
         return {rank for rank, row in self.records if _failed_of_its_own(row.captures.get("exitcode"), killed_only)
-                and row.line.origin.time is not None and int(row.line.origin.time) == int(second)}
+                and row.line.origin.time is not None and int(row.line.origin.time) == second}
 
 
 def read_tables(matches: tuple[Match, ...]) -> tuple[FailureTable, ...]:
@@ -82,28 +79,29 @@ def root_cause_row(facts: Facts) -> Match | None:
 def table_root_cause(facts: Facts) -> Match | None:
     """The exit-code row of the record under the last `Root Cause (first observed failure):` header
     of torchrun's failure table, when that process did not exit by the launcher's own SIGTERM and
-    the table does not list another failure of the same second (then it is only the lowest rank)."""
+    no table (another node's agent prints its own) lists another failure of the first second (then
+    it is only the lowest rank)."""
     root = root_cause_row(facts)
     if root is None:
         return None
-    table = facts.failure_tables[-1]
-    tied = table.same_second()
-    return None if len(tied) > 1 and table.root_rank in _unless_one_did_not_only_lose_a_peer(facts, tied) else root
+    return None if facts.failure_tables[-1].root_rank in first_failure_ties(facts) else root
 
 
 def first_failure_ties(facts: Facts, killed_only: bool = False) -> frozenset[int]:
-    """The ranks a failure table lists as failing of their own in the same second as its root
-    cause, when there are several: the launcher's first failure is one of them, no telling which.
+    """The ranks the failure tables list as failing of their own in the second of the first root
+    cause, when there are several: the launchers' first failure is one of them, no telling which.
+    Every table counts: each agent of a multi-node job prints its own, and a failure on another
+    node in the same second ties as well (host clocks differ by more than the stamps tell apart).
     `killed_only`: among the processes a signal killed (torchrun's -N), for a failure known to
     kill its process (the others' ordinary exits are then their loss of it)."""
-    tied: set[int] = set()
-    for table in facts.failure_tables:
-        if table.root is None or table.root.captures.get("exitcode") in SIGTERM_CODES:
-            continue
-        ranks = table.same_second(killed_only)
-        if len(ranks) > 1:
-            tied |= _unless_one_did_not_only_lose_a_peer(facts, ranks)
-    return frozenset(tied)
+    roots = [table.root.line.origin.time for table in facts.failure_tables
+             if table.root is not None and table.root.captures.get("exitcode") not in SIGTERM_CODES
+             and table.root.line.origin.time is not None]
+    if not roots:
+        return frozenset()
+    first = int(min(roots))
+    tied = {rank for table in facts.failure_tables for rank in table.failed_in(first, killed_only)}
+    return frozenset(_unless_one_did_not_only_lose_a_peer(facts, tied)) if len(tied) > 1 else frozenset()
 
 
 def tie_note(facts: Facts) -> str:

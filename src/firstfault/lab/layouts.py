@@ -151,6 +151,32 @@ def plan_launch(
     raise ValueError(f"unknown layout {layout!r}; choose from {', '.join(LAYOUTS)}")
 
 
+def named_host(command: list[str], hostname: str, hosts_file: Path) -> list[str]:
+    """`command` run on a host of its own name: in a UTS namespace of its own (`unshare --uts`, root
+    only) whose host name is `hostname`, and a mount namespace where `hosts_file` is /etc/hosts (so
+    that every lab host name resolves, to a loopback address, as a cluster's names do: c10d's rendezvous
+    hands the store's host name to the workers). Everything that asks the host's name sees it:
+    torchrun's failure table (`host : NAME`), its rendezvous node names, `socket.gethostname()`.
+    The network stays the machine's. unshare and the shell exec the command: it keeps the process
+    id the runner started."""
+    script = 'mount --bind "$1" /etc/hosts && hostname "$0" && shift && exec "$@"'
+    return ["unshare", "--uts", "--mount", "sh", "-c", script, hostname, str(hosts_file), *command]
+
+
+def on_hosts(plan: LaunchPlan, hosts: list[str], work: Path) -> LaunchPlan:
+    """The plan with each process on its node's host: a two-node agent on `hosts[node]`, every
+    other process on `hosts[0]` (one machine). The hosts file they share is written to `work`."""
+    hosts_file = work / "hosts"
+    machine = Path("/etc/hosts").read_text(errors="replace") if Path("/etc/hosts").is_file() else ""
+    # each name on a loopback address of its own, so that looking an address up gives the name back
+    # (torchrun's failure table says `socket.getfqdn()`: on 127.0.0.1 that is `localhost`)
+    own = "".join(f"127.0.1.{index} {name}\n" for index, name in enumerate(hosts, start=1))
+    hosts_file.write_text(machine.rstrip("\n") + "\n" + own)
+    for process in plan.processes:
+        process.command = named_host(process.command, hosts[process.node or 0], hosts_file)
+    return plan
+
+
 # how the training script prints an uncaught exception (`lab run --tracebacks`): as Python does, or
 # through rich's handler (train.py and spawn_launch.py read LAB_TRACEBACKS)
 TRACEBACK_RENDERERS = ("python", "rich")

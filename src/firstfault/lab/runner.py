@@ -11,6 +11,8 @@ The parts played outside the job (scheduler, OOM killer, mirrors) are in drivers
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import re
 import shutil
 import signal
 import socket
@@ -18,13 +20,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
 
 from . import drivers, processes
-from .layouts import LAYOUT_HELP, TRACEBACK_RENDERERS, LaunchPlan, base_env, plan_launch
+from .layouts import LAYOUT_HELP, TRACEBACK_RENDERERS, LaunchPlan, base_env, on_hosts, plan_launch
 from .scenarios import Scenario
 from .slurm import JobOutput, SlurmJob
 
@@ -55,6 +57,7 @@ class LabRun:
     seconds: float = 0.0
     slurm_job: SlurmJob | None = None  # the emulated Slurm job, where the layout or a driver plays Slurm
     python: str = sys.executable  # the interpreter the job ran with (another venv's: another torch release)
+    hosts: list[str] = field(default_factory=list)  # the host name of each node, when the run named them
 
     @property
     def case_id(self) -> str:
@@ -221,13 +224,57 @@ def _node_of_rank(rank_info: Path) -> dict[int, int]:
     return {rank: info["node"] for rank, info in drivers.rank_info(rank_info).items()}
 
 
+def _launcher_node_of_rank(sup: _Supervision) -> dict[int, int]:
+    """Each rank's node as the lab numbered its launchers (agent K, its console nodeK.log, its host
+    hosts[K]): the agent that started the rank. (The rendezvous numbers the nodes in the order they
+    joined, which is not the lab's: c10d ignores `--node_rank`.)"""
+    agents = {sup.started[process.name].pid: process.node for process in sup.plan.processes
+              if process.node is not None and process.name in sup.started}
+    return {rank: agents[info["parent"]] for rank, info in drivers.rank_info(sup.rank_info).items()
+            if info.get("parent") in agents}
+
+
+def _host_of_rank(run: LabRun, sup: _Supervision) -> str | None:
+    """The host the faulty rank ran on, where the run's lines can name it: the host names the run
+    gave its nodes, in the layouts whose torchrun agents say them (their failure table and
+    rendezvous), or Slurm's node (its lines name it: srun's, or a time limit's cancel)."""
+    if run.hosts and run.layout in ("plain", "spawn"):
+        return None  # (no launcher of theirs says the host: nothing in their logs names it)
+    if run.hosts and run.layout != "twonode":
+        return run.hosts[0]
+    if run.hosts:  # (a rank that died before it wrote its node: where it ran is not known)
+        node = _launcher_node_of_rank(sup).get(run.rank)
+        return run.hosts[node] if node is not None and node < len(run.hosts) else None
+    if run.layout == "srun" or (run.scenario.driver == "time-limit" and sup.cancelled):
+        return run.slurm_job.node
+    return None
+
+
+def check_hosts(layout: str, hosts: list[str]) -> None:
+    """Host names the run can give its nodes: one per node, each a valid name."""
+    nodes = 2 if layout == "twonode" else 1
+    if layout == "srun":
+        raise LabError("the srun layout names its node itself (Slurm's lines): leave out --hosts")
+    if len(hosts) != nodes:
+        raise LabError(f"the {layout} layout runs on {nodes} host(s): give {nodes} name(s) to --hosts, not {len(hosts)}")
+    for name in hosts:
+        if not re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,62})", name):
+            raise LabError(f"{name!r} is not a host name (letters, digits, '.' and '-', up to 63)")
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        raise LabError("--hosts runs each node in a UTS namespace of its own (unshare --uts): it needs root and util-linux's unshare and mount")
+
+
 def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None, world_size: int | None = None,
                  rank: int | None = None, fixed: bool = False, python: str = sys.executable, observer=None,
-                 tracebacks: str = "python", record: bool = False) -> LabRun:
+                 tracebacks: str = "python", record: bool = False, hosts: list[str] | None = None) -> LabRun:
     """Run `scenario` for real; keep its logs and case.yaml in `out_dir`. `tracebacks`: how the
     script prints an uncaught exception, as Python does or through rich's handler; `record`: its
-    entry point decorated with torch's @record (the failure table shows each worker's traceback)."""
+    entry point decorated with torch's @record (the failure table shows each worker's traceback);
+    `hosts`: a host name per node (two for twonode), each node run in a UTS namespace of that name."""
     layout, world_size, rank, second_rank = choose(scenario, layout, world_size, rank)
+    hosts = list(hosts or [])
+    if hosts:
+        check_hosts(layout, hosts)
     if tracebacks not in TRACEBACK_RENDERERS:
         raise LabError(f"no traceback renderer {tracebacks!r}: choose one of {', '.join(TRACEBACK_RENDERERS)}")
     if fixed and not scenario.fixable:
@@ -238,9 +285,11 @@ def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None
         raise LabError(f"{out_dir} is not empty")
     logs_dir = out_dir / "logs"
     logs_dir.mkdir(parents=True)
-    run = LabRun(scenario, layout, world_size, rank, second_rank, fixed, out_dir, expect={}, python=python)
+    run = LabRun(scenario, layout, world_size, rank, second_rank, fixed, out_dir, expect={}, python=python, hosts=hosts)
     if layout == "srun" or scenario.driver == "time-limit":
         run.slurm_job = SlurmJob.new()
+        if hosts:
+            run.slurm_job = replace(run.slurm_job, node=hosts[0])  # the batch node: the first node's host
     work = Path(tempfile.mkdtemp(prefix=f"lab-{scenario.name}-"))
     squatter = mirror = job_output = sup = None
     started: dict[str, subprocess.Popen] = {}
@@ -262,6 +311,10 @@ def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None
             skip_node=1 if missing else None, skip_rank=world_size - 1 if missing else None,
             rdzv_timeout=scenario.pg_timeout if missing else None, slurm_job=run.slurm_job,
         )
+        if hosts:
+            on_hosts(plan, hosts, work)
+            run.actions.append("ran " + (f"node K on host {hosts[0]} (K=0) and {hosts[1]} (K=1)" if len(hosts) == 2
+                                         else f"every process on host {hosts[0]}") + " (a UTS namespace of that name; the names resolve to loopback addresses)")
         if missing:
             run.actions.append("did not start node 1" if layout == "twonode" else f"did not start rank {world_size - 1}")
         if layout == "srun":
@@ -281,11 +334,10 @@ def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None
         sup = _Supervision(plan, started, scenario, run, work, logs_dir, rank_info, started_at, job_output)
         _supervise(sup)
         run.seconds = time.monotonic() - started_at
-        names_host = layout == "srun" or (scenario.driver == "time-limit" and sup.cancelled)
+        node_of_rank = _node_of_rank(rank_info) if layout == "twonode" else {}
         run.expect = expected_truth(scenario, world_size=world_size, rank=rank, second_rank=second_rank,
-                                    fixed=fixed,
-                                    node_of_rank=_node_of_rank(rank_info) if layout == "twonode" else {},
-                                    host=run.slurm_job.node if names_host else None)
+                                    fixed=fixed, node_of_rank=node_of_rank,
+                                    host=_host_of_rank(run, sup))
         if sup.job_output is not None:
             sup.job_output.close()
         write_case(run, plan, _script_args(scenario, rank=rank, second_rank=second_rank, work=Path("<work>"), fixed=fixed))
@@ -340,7 +392,8 @@ def write_case(run: LabRun, plan: LaunchPlan, script_args: list[str]) -> None:
         "id": run.case_id,
         "provenance": "real-run",
         "source": (f"firstfault lab run {scenario.name} --layout {run.layout} --world-size {run.world_size} "
-                   f"--rank {run.rank}{' --fixed' if run.fixed else ''} (torch {torch_version}, CPU, gloo)"),
+                   f"--rank {run.rank}{' --fixed' if run.fixed else ''}"
+                   f"{' --hosts ' + ','.join(run.hosts) if run.hosts else ''} (torch {torch_version}, CPU, gloo)"),
         "expect": run.expect,
         "notes": notes,
     }

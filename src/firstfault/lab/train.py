@@ -190,7 +190,8 @@ def init_distributed(args):
     log.info("rank %d/%d (local rank %d, pid %d) initialized process group (backend=%s)",
              rank, world_size, local_rank, os.getpid(), dist.get_backend())
     if os.environ.get("RANK_INFO_DIR"):  # lets a driver know which node ran which rank
-        info = {"node": int(os.environ.get("GROUP_RANK", "0")), "pid": os.getpid()}
+        # (the node the rendezvous numbered, and the launcher whose console holds this rank's lines)
+        info = {"node": int(os.environ.get("GROUP_RANK", "0")), "pid": os.getpid(), "parent": os.getppid()}
         Path(os.environ["RANK_INFO_DIR"], f"{rank}.json").write_text(json.dumps(info))
     return rank, world_size, local_rank
 

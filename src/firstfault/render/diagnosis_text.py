@@ -241,6 +241,8 @@ def _rank_state(rows) -> str:
         parts.append(f"last step {first.last_step}")
     if hosts:
         parts.append("on " + ", ".join(hosts[:4]) + (" …" if len(hosts) > 4 else ""))
+        if any(not row.host for row in rows):  # (not "on X" for ranks whose host no line tells)
+            parts.append(f"({ranks_phrase([row.rank for row in rows if row.host])}; the others' host is not told)")
     return " ".join(parts)
 
 
