@@ -145,3 +145,29 @@ def test_failures_of_one_second_tie_across_the_nodes_tables():
         diagnosis.because
     tie = [step for step in diagnosis.because if step.rule == "rank-launcher-tie"]
     assert tie and "ranks 0, 2, 3" in tie[0].text, diagnosis.because
+
+
+def test_an_error_quoted_in_a_failure_table_record_is_that_record_s_rank():
+    """The end of a real two-node run on named hosts (`@record`): rank 0's own lines are cut, and
+    the error is left only in its record's `traceback :` quote, on node 0's host. Node 1's agent
+    reported its own worker (rank 1, which lost rank 0) a second later: it is not the first."""
+    logs = REAL / "checkpoint-weights-only-twonode-ws2-r0-hosts" / "logs"
+    texts = [(name, last_lines(logs / name)) for name in ("node0.log", "node1.log")]
+    assert "[rank0]" not in texts[0][1] and "  _pickle.UnpicklingError: Weights only load failed" in texts[0][1]
+    diagnosis = diagnose_texts(texts)
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (0, "compute-2-11"), diagnosis.because
+    assert any(step.rule == "rank-from-table-record" for step in diagnosis.because)
+    # a record of a signal death says how its worker died, not that it started the failure
+    killed = texts[0][1].replace("exitcode  : 1 (pid:", "exitcode  : -6 (pid:")
+    diagnosis = diagnose_texts([("node0.log", killed), texts[1]])
+    assert not any(step.rule == "rank-from-table-record" for step in diagnosis.because)
+
+
+def test_a_tied_record_that_quotes_a_lost_peer_did_not_start_it():
+    """A real six-rank run on named hosts, its ends as quoted: the two agents' tables tie node 0's
+    rank 0 and node 1's rank 5 (a KeyError), both exit 1 at 12:43:23; rank 0's record quotes that
+    it lost its Gloo peer, so rank 5 is the first, on node 1's host."""
+    logs = REAL / "exc-missing-key-twonode-ws6-r5-hosts" / "logs"
+    texts = [(name, last_lines(logs / name)) for name in ("node0.log", "node1.log")]
+    diagnosis = diagnose_texts(texts)
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (5, "trn-pool-c2"), diagnosis.because

@@ -24,6 +24,7 @@ from .ids import PEER_CRASH
 ROOT_CAUSE_HEADER = "root-cause-header"
 TABLE_START = "child-failed-error"  # `...errors.ChildFailedError:`, the line above the table
 ROOT_CAUSE_ROWS = 8  # lines from a failure table's `Root Cause` header to its record's exit-code row, at most
+QUOTED_TRACEBACK_LINES = 200  # a record's `traceback :` quote ends this many lines below its exit-code row, at most
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,26 @@ def first_failure_ties(facts: Facts, killed_only: bool = False) -> frozenset[int
     return frozenset(_unless_one_did_not_only_lose_a_peer(facts, tied)) if len(tied) > 1 else frozenset()
 
 
+def quoting_record(facts: Facts, match: Match) -> tuple[int, Match] | None:
+    """(rank, exit-code row) of the failure-table record whose `traceback :` quotes `match`: an
+    indented line below that record's exit-code row and above the next record's. With `@record`
+    on the entry point, each record quotes its worker's own traceback (its error file), so the line
+    is that rank's even where the rank's own lines are gone (the end of a log a thread quotes)."""
+    origin = match.line.origin
+    if not match.line.text[:1].isspace():
+        return None  # (the table's fields and its quotes are indented; a line after the table is not)
+    rows = sorted(((rank, row) for table in facts.failure_tables for rank, row in table.records
+                   if row.line.origin.source == origin.source), key=lambda item: item[1].line.origin.line)
+    above = [(rank, row) for rank, row in rows if 0 < origin.line - row.line.origin.line <= QUOTED_TRACEBACK_LINES]
+    if not above:
+        return None
+    rank, row = above[-1]
+    headers = (m for m in facts.matches if m.signature.name == ROOT_CAUSE_HEADER and m.line.origin.source == origin.source)
+    if any(row.line.origin.line < m.line.origin.line < origin.line for m in headers):
+        return None  # (the root cause's record begins between them: the line is not this record's)
+    return rank, row
+
+
 def tie_note(facts: Facts) -> str:
     """What a report says when a failure table's first failure is a tie ('' when it is not)."""
     tied = first_failure_ties(facts)
@@ -116,9 +137,12 @@ def tie_note(facts: Facts) -> str:
 
 
 def _unless_one_did_not_only_lose_a_peer(facts: Facts, ranks: set[int]) -> set[int]:
-    """Tied ranks whose own lines say they lost a peer did not start it: when that leaves one,
-    it is the first, and only the others stay tied."""
-    lost_a_peer = {m.line.origin.rank for m in facts.collateral if m.entry_id == PEER_CRASH}
+    """Tied ranks whose own lines (or their failure-table records' quotes) say they lost a peer did
+    not start it: when that leaves one, it is the first, and only the others stay tied."""
+    lost = [m for m in facts.collateral if m.entry_id == PEER_CRASH]
+    lost_a_peer = {m.line.origin.rank for m in lost}
+    # (or its record in a failure table quotes the loss: its error file, where its own lines are cut)
+    lost_a_peer |= {quoted[0] for m in lost if m.line.origin.rank is None and (quoted := quoting_record(facts, m))}
     left = ranks - lost_a_peer
     return ranks - left if len(left) == 1 else ranks
 

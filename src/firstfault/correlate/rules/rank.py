@@ -10,7 +10,7 @@ from ..devices import bus_of
 from ..identity import bus_key, pid_key
 from ..events import time_key
 from ..facts import Facts, SIGTERM_CODES
-from ..failure_table import first_failure_ties, tie_note
+from ..failure_table import first_failure_ties, quoting_record, tie_note
 from ..ids import EXTERNAL_STOP, RENDEZVOUS, SIGNAL_DEATHS, STRAGGLER
 from ..odd_one_out import no_odd_one, odd_rank
 from ..rank_table import ranks_seen, size_declared
@@ -186,6 +186,24 @@ def waited_for(facts: Facts, decision: Decision) -> Decision | None:
     text = (f"rank {waiter} gave up waiting for the ncclUniqueId of rank {root}, which had not written it: rank "
             f"{root} was busy elsewhere, and rank {waiter} only waited")
     return decision.with_because("rank-waited-for", text, [initiating], note=text, initiating=anchor, rank_decided=True)
+
+
+@rule("rank-from-table-record")
+def rank_from_table_record(facts: Facts, decision: Decision) -> Decision | None:
+    """The failing line is quoted in a record of torchrun's failure table (its `traceback :`
+    field, the worker's error file): the record of a worker that exited with an error says whose
+    it is, unless the table ties that record with other failures of its second."""
+    quoted = quoting_record(facts, decision.initiating)
+    if quoted is None:
+        return None
+    rank, row = quoted
+    if str(row.captures.get("exitcode", "")).startswith("-"):
+        return None  # (a signal death: its record says how it died, often stopped by another's failure)
+    if rank in first_failure_ties(facts):
+        return None  # (the table ties it with others of the same second: which came first, the tie rule says)
+    origin = row.line.origin
+    return _named(decision, "rank-from-table-record", rank,
+                  f"is the worker whose failure-table record quotes it ({origin.source}:{origin.line})", [row])
 
 
 @rule("rank-from-pid")

@@ -13,7 +13,7 @@ from .outcome import failed_unexplained, nothing_failed, peer_lost_elsewhere, pe
 from .primary import earliest_root, specific_symptom, strongest_symptom
 from .progress import hang_unattributed, hung, launcher_went_on, outlived_by_progress, silent_first, stop_after_fault, stop_ended_hang
 from .rank import (complement, every_rank_alike, launcher_first, launcher_tie, mismatch_no_odd_one, needs_rank, odd_one_out, only_process, raised_by_the_launcher, rank_from_bus, rank_from_device_event,
-                   rank_from_device_index, rank_from_pid, same_fault_nearby, waited_for)
+                   rank_from_device_index, rank_from_pid, rank_from_table_record, same_fault_nearby, waited_for)
 from .teardown import (after_first_timeout, after_launcher_report, after_own_failure, explained_by_another, loopback_across_hosts,
                        sigterm_from_the_launcher, waiting_for_failed_rank)
 
@@ -41,7 +41,7 @@ STAGES: tuple[Stage, ...] = (
     # is decided here, where failures no other stage explained are)
     Stage("outcome", (after_the_end, nothing_failed, peer_vanished, peer_lost_elsewhere, failed_unexplained), first_only=True, when=_undecided),
     Stage("initiating", (odd_one_out, mismatch_no_odd_one, every_rank_alike, waited_for), when=_failure),
-    Stage("rank", (rank_from_pid, rank_from_bus, rank_from_device_index, same_fault_nearby, complement,
+    Stage("rank", (rank_from_table_record, rank_from_pid, rank_from_bus, rank_from_device_index, same_fault_nearby, complement,
                    rank_from_device_event, raised_by_the_launcher, only_process, launcher_first, launcher_tie),
           first_only=True, when=needs_rank),
     Stage("host", (named_on_its_line, host_of_rank, only_host, host_of_tied_ranks), first_only=True, when=needs_host),
