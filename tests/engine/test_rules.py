@@ -629,6 +629,26 @@ def test_rank_launcher_tie_when_the_table_stamps_several_failures_with_its_root_
     assert told.initiating.rank == 0 and not any(item.rule == "rank-launcher-tie" for item in told.because)
 
 
+def test_rank_from_table_record_names_the_worker_whose_record_quotes_the_error():
+    """Only the table is left (the end of a log): rank 2's record quotes its error file, the
+    traceback of a KeyError; the table's root cause is rank 2, and another record a SIGTERM."""
+    from firstfault.pipeline import diagnose_texts
+
+    table = _failure_table([(2, "1", "-"), (1, "-15", "SIGTERM")]).replace(
+        "  traceback : Signal 1 (-) received by PID 4002\n",
+        "  traceback : Traceback (most recent call last):\n    File \"train.py\", line 12, in main\n"
+        "      label = row['label']\n  KeyError: 'label'\n")
+    assert "  KeyError: 'label'" in table
+    diagnosis = diagnose_texts([("console.log", table)])
+    assert diagnosis.initiating.rank == 2, diagnosis.because
+    assert [item.rule for item in diagnosis.because if item.rule.startswith("rank-")][0] == "rank-from-table-record"
+    # tied with rank 3 in its second: the record says whose line it is, not who failed first
+    tied = _failure_table([(2, "1", "-"), (3, "1", "-")]).replace(
+        "  traceback : Signal 1 (-) received by PID 4002\n", "  traceback : Traceback (most recent call last):\n  KeyError: 'label'\n")
+    diagnosis = diagnose_texts([("console.log", tied)])
+    assert not any(item.rule == "rank-from-table-record" for item in diagnosis.because)
+
+
 def test_host_of_tied_ranks_names_the_one_host_of_every_tied_rank():
     """A tie on node-a, with another host in view: node-a is where it started, whichever rank it was."""
     from firstfault.pipeline import diagnose_texts

@@ -105,22 +105,35 @@ def first_failure_ties(facts: Facts, killed_only: bool = False) -> frozenset[int
     return frozenset(_unless_one_did_not_only_lose_a_peer(facts, tied)) if len(tied) > 1 else frozenset()
 
 
-def quoting_record(facts: Facts, match: Match) -> tuple[int, Match] | None:
+def _records_by_source(facts: Facts) -> dict[str, tuple[list, list[int]]]:
+    """source -> (its records' (rank, exit-code row) in line order, its `Root Cause` header lines)."""
+    by_source: dict[str, tuple[list, list[int]]] = {}
+    for table in facts.failure_tables:
+        for rank, row in table.records:
+            by_source.setdefault(row.line.origin.source, ([], []))[0].append((rank, row))
+    for match in facts.matches:
+        if match.signature.name == ROOT_CAUSE_HEADER and match.line.origin.source in by_source:
+            by_source[match.line.origin.source][1].append(match.line.origin.line)
+    for rows, _headers in by_source.values():
+        rows.sort(key=lambda item: item[1].line.origin.line)
+    return by_source
+
+
+def quoting_record(facts: Facts, match: Match, records: dict | None = None) -> tuple[int, Match] | None:
     """(rank, exit-code row) of the failure-table record whose `traceback :` quotes `match`: an
     indented line below that record's exit-code row and above the next record's. With `@record`
     on the entry point, each record quotes its worker's own traceback (its error file), so the line
-    is that rank's even where the rank's own lines are gone (the end of a log a thread quotes)."""
+    is that rank's even where the rank's own lines are gone (the end of a log a thread quotes).
+    `records`: `_records_by_source(facts)`, when several lines are asked about."""
     origin = match.line.origin
     if not match.line.text[:1].isspace():
         return None  # (the table's fields and its quotes are indented; a line after the table is not)
-    rows = sorted(((rank, row) for table in facts.failure_tables for rank, row in table.records
-                   if row.line.origin.source == origin.source), key=lambda item: item[1].line.origin.line)
+    rows, headers = (records if records is not None else _records_by_source(facts)).get(origin.source, ([], []))
     above = [(rank, row) for rank, row in rows if 0 < origin.line - row.line.origin.line <= QUOTED_TRACEBACK_LINES]
     if not above:
         return None
     rank, row = above[-1]
-    headers = (m for m in facts.matches if m.signature.name == ROOT_CAUSE_HEADER and m.line.origin.source == origin.source)
-    if any(row.line.origin.line < m.line.origin.line < origin.line for m in headers):
+    if any(row.line.origin.line < header < origin.line for header in headers):
         return None  # (the root cause's record begins between them: the line is not this record's)
     return rank, row
 
@@ -142,7 +155,10 @@ def _unless_one_did_not_only_lose_a_peer(facts: Facts, ranks: set[int]) -> set[i
     lost = [m for m in facts.collateral if m.entry_id == PEER_CRASH]
     lost_a_peer = {m.line.origin.rank for m in lost}
     # (or its record in a failure table quotes the loss: its error file, where its own lines are cut)
-    lost_a_peer |= {quoted[0] for m in lost if m.line.origin.rank is None and (quoted := quoting_record(facts, m))}
+    unranked = [m for m in lost if m.line.origin.rank is None and m.line.text[:1].isspace()]
+    if unranked:
+        records = _records_by_source(facts)
+        lost_a_peer |= {quoted[0] for m in unranked if (quoted := quoting_record(facts, m, records))}
     left = ranks - lost_a_peer
     return ranks - left if len(left) == 1 else ranks
 

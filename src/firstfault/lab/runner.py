@@ -261,7 +261,7 @@ def check_hosts(layout: str, hosts: list[str]) -> None:
         if not re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,62})", name):
             raise LabError(f"{name!r} is not a host name (letters, digits, '.' and '-', up to 63)")
     if os.geteuid() != 0 or shutil.which("unshare") is None:
-        raise LabError("--hosts runs each node in a UTS namespace of its own (unshare --uts): it needs root and util-linux's unshare and mount")
+        raise LabError("--hosts runs each node in a UTS and mount namespace of its own (unshare): it needs root and util-linux")
 
 
 def run_scenario(scenario: Scenario, *, out_dir: Path, layout: str | None = None, world_size: int | None = None,
