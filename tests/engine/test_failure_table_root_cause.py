@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from firstfault.pipeline import diagnose_texts
+from firstfault.pipeline import diagnose_paths, diagnose_texts
 
 CONSOLE = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "exc-index-error-tee-ws7-r5" / "logs" / "console.log"
 
@@ -171,3 +171,15 @@ def test_a_tied_record_that_quotes_a_lost_peer_did_not_start_it():
     texts = [(name, last_lines(logs / name)) for name in ("node0.log", "node1.log")]
     diagnosis = diagnose_texts(texts)
     assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (5, "trn-pool-c2"), diagnosis.because
+
+
+def test_a_node_s_file_name_does_not_number_its_ranks_when_its_table_does():
+    """A real two-node run under torch 2.9 (c10d rendezvous, which numbers nodes in the order they
+    joined and ignores --node_rank): `node1.log` ran rank 0, as its failure table says, and the OOM
+    killer's SIGKILL of its pid is rank 0's, on node 1's host."""
+    logs = REAL / "oom-killer-twonode-ws2-r0-hosts-torch29-py313" / "logs"
+    assert "rank      : 0 (local_rank: 0)" in (logs / "node1.log").read_text(encoding="utf-8")
+    diagnosis = diagnose_paths([str(logs)])
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (0, "ip-10-0-3-17"), diagnosis.because
+    hosts = {row.rank: row.host for row in diagnosis.ranks}
+    assert hosts == {0: "ip-10-0-3-17", 1: "node0157"}

@@ -16,6 +16,8 @@ from firstfault.correlate.rules import Decision
 from firstfault.correlate.rules.table import all_rules, decide
 from firstfault.model import InputSummary, LogLine, Match, Origin, Signature
 
+from .conftest import REPO
+
 RELATIONS = Relations(
     explains={"cuda-device-side-assert": frozenset({"collective-timeout-peer-crash", "preempted-sigterm"}),
               "gpu-fallen-off-bus": frozenset({"cuda-launch-failure"}),
@@ -647,6 +649,25 @@ def test_rank_from_table_record_names_the_worker_whose_record_quotes_the_error()
         "  traceback : Signal 1 (-) received by PID 4002\n", "  traceback : Traceback (most recent call last):\n  KeyError: 'label'\n")
     diagnosis = diagnose_texts([("console.log", tied)])
     assert not any(item.rule == "rank-from-table-record" for item in diagnosis.because)
+
+
+def test_one_host_alike_names_the_host_not_the_first_printed_rank():
+    """A Ray job on two spot nodes (dev case): one node's pod was evicted, and its four workers
+    (ranks 4-7) all reported the SIGTERM as their own first error; the other node's only lost
+    them. The host started it; which of its ranks printed first says nothing. With a rank of the
+    other node failing of its own as well, the rule does not apply."""
+    from firstfault.pipeline import diagnose_paths, diagnose_texts
+
+    case = REPO / "tests" / "fixtures" / "dev" / "preempt-k8s-spot-reclaim-ray-ppo" / "logs"
+    diagnosis = diagnose_paths([str(case)])
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (None, "10.1.39.138"), diagnosis.because
+    assert any(step.rule == "one-host-alike" for step in diagnosis.because)
+    texts = [(path.name, path.read_text(encoding="utf-8")) for path in sorted(case.iterdir())]
+    line = "(PolicyWorker pid=4502, ip=10.1.39.138) [rank7] *** SIGTERM received at time=1779080604 on cpu 41 ***\n"
+    assert any(line in text for _name, text in texts)
+    elsewhere = line + "(PolicyWorker pid=3120, ip=10.1.40.12) [rank0] *** SIGTERM received at time=1779080604 on cpu 3 ***\n"
+    both = [(name, text.replace(line, elsewhere)) for name, text in texts]
+    assert not any(step.rule == "one-host-alike" for step in diagnose_texts(both).because)
 
 
 def test_host_of_tied_ranks_names_the_one_host_of_every_tied_rank():

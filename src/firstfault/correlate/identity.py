@@ -32,7 +32,7 @@ from ..match.context import (DEVICE_BUS, DEVICE_PROCESS, HOST_PAIRS, HOST_SIGNAT
                              LAUNCHER_FAILED, LAUNCHER_NODE, LAUNCHER_NPROC, LAUNCHER_SIZE, LAUNCHER_WORLD,
                              RANK_DECLARED, RANK_HOST_DECLARED, WORLD_SIZE, declared_rank)
 from ..model import Match
-from .ranks import RANK_FROM
+from .ranks import RANK_FROM, TABLE_RANK_ROW
 
 SHELL_KILLED = "shell-reports-killed"  # `bash: line 1: 26062 Killed  python train.py` (host-oom-killed)
 ONE_PROCESS_FILE = (RANK_FROM["file"], RANK_FROM["declared"])  # a file that is one process's output
@@ -483,7 +483,6 @@ def _task_hosts(matches: list[Match]) -> dict:
 
 
 TABLE_EXIT_ROW = "root-cause-exitcode-row"  # `exitcode  : -15 (pid: 90533)` of torchrun's failure table
-TABLE_RANK_ROW = "root-cause-rank-row"  # `rank      : 3 (local_rank: 3)`: which rank an entry is about
 
 
 def table_rank_rows(matches: list[Match], row_name: str = "host-table-row") -> dict[tuple, int]:

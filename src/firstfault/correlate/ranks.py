@@ -115,6 +115,9 @@ def _declaration(hit: RawHit) -> tuple:
     return ()
 
 
+TABLE_RANK_ROW = "root-cause-rank-row"  # `rank      : 3 (local_rank: 3)`: which rank a failure-table entry is about
+
+
 def declared_ranks(scan: FileScan) -> list[int]:
     """The global ranks a torchrun agent says its node runs (`global_ranks=[4, 5, 6, 7]` in its
     rendezvous result), in local-rank order; the last result when the agent restarted."""
@@ -122,16 +125,29 @@ def declared_ranks(scan: FileScan) -> list[int]:
     return [int(rank) for rank in re.findall(r"\d+", declared[-1].captures["ranks"])] if declared else []
 
 
+def _table_offsets(scan: FileScan) -> Counter:
+    """global - local of the workers the file's failure tables list (`rank : 4 (local_rank: 0)`):
+    an agent's table lists its own node's workers."""
+    return Counter(int(hit.captures["failed_rank"]) - int(hit.captures["local_rank"]) for hit in scan.hits
+                   if hit.signature.name == TABLE_RANK_ROW and hit.captures.get("failed_rank") and hit.captures.get("local_rank"))
+
+
 def _file_offset(scan: FileScan, world: int | None) -> int | None:
-    """global - local for this file, when it can be known."""
+    """global - local for this file, when it can be known. What the file's own lines say comes
+    before its name: a c10d rendezvous numbers the nodes in the order they joined (it ignores
+    `--node_rank`, and torchrun says so), so `node1.log` may hold ranks 0-3."""
     offsets = Counter({global_rank - local: count for (local, global_rank), count in scan.local_to_global.items()})
     if offsets:
         return offsets.most_common(1)[0][0]
     declared = declared_ranks(scan)
     if declared:
         return declared[0]  # torchrun numbers a node's workers base + local rank
-    if scan.hints.node_rank is not None and world:
-        return scan.hints.node_rank * world
+    if scan.hints.node_rank is not None:
+        tables = _table_offsets(scan)  # (the file's own table, over the number in its name)
+        if tables:
+            return tables.most_common(1)[0][0]
+        if world:
+            return scan.hints.node_rank * world
     if scan.global_ranks and world and world > 1:
         # one node's console: its `[rankN]:` prefixes are one block of `world` ranks
         first, last = min(scan.global_ranks), max(scan.global_ranks)

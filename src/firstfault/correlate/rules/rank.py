@@ -100,6 +100,51 @@ def every_rank_alike(facts: Facts, decision: Decision) -> Decision | None:
                                  initiating=with_rank(decision.initiating, None), rank_decided=True)
 
 
+@rule("one-host-alike")
+def one_host_alike(facts: Facts, decision: Decision) -> Decision | None:
+    """Every rank that failed of its own ran on one host, and every rank seen on that host raised
+    the same failure as its own first error within moments of the others (a node whose NIC, driver
+    or library the others do not share): the first printed only got there first. The host is
+    where it started; no rank is named."""
+    if decision.initiating is None or decision.rank_decided:
+        return None
+    first_errors = _own_first_errors(facts)
+    if len(first_errors) < 2 or any(match.entry_id != decision.primary for match in first_errors.values()):
+        return None
+    named = {rank: facts.identity.host_of(rank, len(facts.inputs.ranks)) for rank in first_errors}
+    hosts = {item.value for item in named.values() if item is not None}
+    if None in named.values() or len(hosts) != 1:
+        return None
+    host = hosts.pop()
+    on_host = {rank for rank in ranks_seen(facts) if (item := facts.identity.host_of(rank, len(facts.inputs.ranks)))
+               and item.value == host}
+    if on_host != set(first_errors) or len(on_host) == len(ranks_seen(facts)):
+        return None  # (a rank of that host that did not fail so; or every rank of the job: every-rank-alike's)
+    if len({_exception_named(match) for match in first_errors.values()} - {None}) > 1:
+        return None
+    times = [match.line.origin.time for match in first_errors.values()]
+    if None not in times and max(times) - min(times) > ALIKE_WITHIN_SECONDS:
+        return None
+    text = (f"every rank on host {host} (ranks {_listed(sorted(first_errors))}) raised it as its own first error, and no "
+            "rank elsewhere failed of its own: no rank started it, the host did")
+    return decision.with_because("one-host-alike", text, [decision.initiating], note=text,
+                                 initiating=with_rank(decision.initiating, None), rank_decided=True, host=host)
+
+
+def _own_first_errors(facts: Facts) -> dict:
+    """rank -> the first error of its own: its earliest root incident's strongest line; where no
+    error starts a failure by itself, its earliest line of the failures that won."""
+    earliest = _earliest_incidents(facts.roots)
+    if earliest:
+        return {rank: incident.strongest for rank, incident in earliest.items()}
+    first: dict = {}
+    for match in facts.winners:
+        rank = match.line.origin.rank
+        if rank is not None and (rank not in first or _printed_before(match, first[rank])):
+            first[rank] = match
+    return first
+
+
 _EXCEPTION_NAME = re.compile(r"\b([A-Za-z_][\w.]*(?:Error|Exception))(?::|$)")
 
 
