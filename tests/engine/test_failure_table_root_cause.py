@@ -183,3 +183,15 @@ def test_a_node_s_file_name_does_not_number_its_ranks_when_its_table_does():
     assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (0, "ip-10-0-3-17"), diagnosis.because
     hosts = {row.rank: row.host for row in diagnosis.ranks}
     assert hosts == {0: "ip-10-0-3-17", 1: "node0157"}
+
+
+def test_a_name_s_node_number_is_void_once_a_table_contradicts_it_and_a_full_host_is_not_the_other_node_s():
+    """A real two-node run under torch 2.8: the scheduler's SIGTERM reached node 1's agent, whose
+    worker (rank 0: the rendezvous numbered node 0 second) handled it; node 0's table says it ran
+    rank 1 on node0157. So `node1.log` is not ranks 1..: its lines are not rank 1's, and node0157,
+    the one host named, is not theirs (node 1's agent printed no table, and no line names its host)."""
+    logs = REAL / "sigterm-handled-twonode-ws2-r0-hosts-torch28" / "logs"
+    assert "rank      : 1 (local_rank: 0)" in (logs / "node0.log").read_text(encoding="utf-8")
+    diagnosis = diagnose_paths([str(logs)])
+    assert diagnosis.initiating.source.endswith("node1.log")
+    assert diagnosis.initiating.rank in (None, 0) and diagnosis.initiating.host is None, diagnosis.because

@@ -132,10 +132,22 @@ def _table_offsets(scan: FileScan) -> Counter:
                    if hit.signature.name == TABLE_RANK_ROW and hit.captures.get("failed_rank") and hit.captures.get("local_rank"))
 
 
-def _file_offset(scan: FileScan, world: int | None) -> int | None:
+def names_number_nodes(scans: list[FileScan], world: int | None) -> bool:
+    """Whether the node numbers in the files' names (`node1.log`) can number their ranks: not when
+    a file's own failure table says its node holds other ranks than its name's number gives (a
+    c10d rendezvous numbers the nodes in the order they joined): then no name numbers a node."""
+    for scan in scans:
+        tables = _table_offsets(scan) if scan.hints.node_rank is not None and world else None
+        if tables and tables.most_common(1)[0][0] != scan.hints.node_rank * world:
+            return False
+    return True
+
+
+def _file_offset(scan: FileScan, world: int | None, names: bool = True) -> int | None:
     """global - local for this file, when it can be known. What the file's own lines say comes
     before its name: a c10d rendezvous numbers the nodes in the order they joined (it ignores
-    `--node_rank`, and torchrun says so), so `node1.log` may hold ranks 0-3."""
+    `--node_rank`, and torchrun says so), so `node1.log` may hold ranks 0-3. `names`: whether the
+    names' node numbers may be used (names_number_nodes)."""
     offsets = Counter({global_rank - local: count for (local, global_rank), count in scan.local_to_global.items()})
     if offsets:
         return offsets.most_common(1)[0][0]
@@ -146,7 +158,7 @@ def _file_offset(scan: FileScan, world: int | None) -> int | None:
         tables = _table_offsets(scan)  # (the file's own table, over the number in its name)
         if tables:
             return tables.most_common(1)[0][0]
-        if world:
+        if world and names:
             return scan.hints.node_rank * world
     if scan.global_ranks and world and world > 1:
         # one node's console: its `[rankN]:` prefixes are one block of `world` ranks
@@ -230,8 +242,9 @@ def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]
     order = 0
     blocks = node_blocks(scans)
     file_nodes = {host for host in hosts.values() if host}  # files from two hosts: two nodes at least
+    names = names_number_nodes(scans, world)
     for scan in scans:
-        offset = _file_offset(scan, world)
+        offset = _file_offset(scan, world, names)
         if offset is None:
             offset = blocks.get(scan.input.display)
         if offset is None and not any_node_hints and not host_offsets and not blocks and len(file_nodes) <= 1:
@@ -374,11 +387,12 @@ LOCAL_FROM = {"prefix": "the launcher's prefix on the line", "file": "the name o
 def ranks_seen(scans: list[FileScan], matches: list[Match], files: JobFiles | None = None) -> list[int]:
     ranks = {match.line.origin.rank for match in matches if match.line.origin.rank is not None}
     world = (files or job_files(scans)).local_world
+    names = names_number_nodes(scans, world)
     for scan in scans:
         ranks.update(scan.global_ranks)
         if scan.hints.rank is not None:
             ranks.add(scan.hints.rank)
-        offset = _file_offset(scan, world)
+        offset = _file_offset(scan, world, names)
         if offset is not None:
             ranks.update(local + offset for local in scan.local_ranks)
         own = _own_file_rank(scan, offset)
@@ -426,8 +440,9 @@ def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles
         if match.line.origin.rank is not None:
             file_ranks.setdefault(match.line.origin.source, Counter())[match.line.origin.rank] += 1
     activity = []
+    names = names_number_nodes(scans, world)
     for scan in scans:
-        offset = _file_offset(scan, world)
+        offset = _file_offset(scan, world, names)
         nodes = several_nodes(scan)
         for stream, lines in scan.tails.items():
             if stream is None:

@@ -45,11 +45,22 @@ def host_of_rank(facts: Facts, decision: Decision) -> Decision | None:
                                  named.evidence, host=named.value)
 
 
+def _full_with_others(facts: Facts, host: str, rank: int | None) -> bool:
+    """Whether, in a job kept in several files (a node's each), the logs put a node's worth of
+    other ranks on `host`: `rank` then ran on a node whose name no line gives (a c10d rendezvous
+    numbers the nodes in the order they joined, so that node may hold rank 0)."""
+    if rank is None or len(facts.inputs.files) < 2 or not facts.identity.local_world:
+        return False
+    held = [other for other, name in facts.identity.rank_hosts.items() if name == host]
+    return rank not in held and len(held) >= facts.identity.local_world
+
+
 @rule("host-only-one")
 def only_host(facts: Facts, decision: Decision) -> Decision | None:
     """Every host the logs name is the same one, and the failing rank is on the first node."""
-    host = facts.identity.sole_host(facts.inputs.hosts, initiating_rank(decision))
-    if host is None:
+    rank = initiating_rank(decision)
+    host = facts.identity.sole_host(facts.inputs.hosts, rank)
+    if host is None or _full_with_others(facts, host, rank):
         return None
     naming = next((m for m in facts.matches if m.line.origin.host == host or m.captures.get("host") == host), None)
     return decision.with_because("host-only-one", f"the logs name one host only, {host}", [naming], host=host)
