@@ -222,12 +222,14 @@ class JobFiles:
     local_world: int | None  # processes per node, when known
     host_offsets: dict  # host -> its node's first global rank (_host_offsets)
     host_sources: dict = field(default_factory=dict)  # display name -> how the logs say its host (HOST_FROM)
+    names_number_nodes: bool = True  # whether the node numbers in file names number ranks (names_number_nodes)
 
 
 def job_files(scans: list[FileScan]) -> JobFiles:
     sourced = file_hosts(scans)
-    return JobFiles({name: host for name, (host, _how) in sourced.items()}, local_world_size(scans), _host_offsets(scans),
-                    {name: how for name, (_host, how) in sourced.items()})
+    world = local_world_size(scans)
+    return JobFiles({name: host for name, (host, _how) in sourced.items()}, world, _host_offsets(scans),
+                    {name: how for name, (_host, how) in sourced.items()}, names_number_nodes(scans, world))
 
 
 def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]:
@@ -242,9 +244,8 @@ def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]
     order = 0
     blocks = node_blocks(scans)
     file_nodes = {host for host in hosts.values() if host}  # files from two hosts: two nodes at least
-    names = names_number_nodes(scans, world)
     for scan in scans:
-        offset = _file_offset(scan, world, names)
+        offset = _file_offset(scan, world, files.names_number_nodes)
         if offset is None:
             offset = blocks.get(scan.input.display)
         if offset is None and not any_node_hints and not host_offsets and not blocks and len(file_nodes) <= 1:
@@ -386,13 +387,13 @@ LOCAL_FROM = {"prefix": "the launcher's prefix on the line", "file": "the name o
 
 def ranks_seen(scans: list[FileScan], matches: list[Match], files: JobFiles | None = None) -> list[int]:
     ranks = {match.line.origin.rank for match in matches if match.line.origin.rank is not None}
-    world = (files or job_files(scans)).local_world
-    names = names_number_nodes(scans, world)
+    files = files or job_files(scans)
+    world = files.local_world
     for scan in scans:
         ranks.update(scan.global_ranks)
         if scan.hints.rank is not None:
             ranks.add(scan.hints.rank)
-        offset = _file_offset(scan, world, names)
+        offset = _file_offset(scan, world, files.names_number_nodes)
         if offset is not None:
             ranks.update(local + offset for local in scan.local_ranks)
         own = _own_file_rank(scan, offset)
@@ -440,9 +441,8 @@ def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles
         if match.line.origin.rank is not None:
             file_ranks.setdefault(match.line.origin.source, Counter())[match.line.origin.rank] += 1
     activity = []
-    names = names_number_nodes(scans, world)
     for scan in scans:
-        offset = _file_offset(scan, world, names)
+        offset = _file_offset(scan, world, files.names_number_nodes)
         nodes = several_nodes(scan)
         for stream, lines in scan.tails.items():
             if stream is None:

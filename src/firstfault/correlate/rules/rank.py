@@ -85,15 +85,10 @@ def every_rank_alike(facts: Facts, decision: Decision) -> Decision | None:
     job = facts.identity.world.size if facts.identity.world else None
     if len(ranks) < 2 or (job is not None and len(ranks) < job) or ranks != ranks_seen(facts):
         return None
-    if any(match.entry_id != decision.primary for match in first_errors.values()):
+    if not _alike(first_errors, decision.primary, [incident.first for incident in earliest.values()]):
         return None
-    if len({_exception_named(incident.first) for incident in earliest.values()} - {None}) > 1:
-        return None  # one class, different exceptions first (a KeyError here, a failed restart's RuntimeError there)
     if odd_rank([match for match in facts.winners if match.entry_id == decision.primary]) is not None:
         return None  # alike in kind, not in content: the rank whose collective differs started it
-    times = [match.line.origin.time for match in first_errors.values()]
-    if None not in times and max(times) - min(times) > ALIKE_WITHIN_SECONDS:
-        return None
     text = (f"every rank (ranks {_listed(sorted(ranks))}) raised it as its own first error: no rank started it, "
             "the cause is one they share")
     return decision.with_because("every-rank-alike", text, [decision.initiating], note=text,
@@ -109,26 +104,33 @@ def one_host_alike(facts: Facts, decision: Decision) -> Decision | None:
     if decision.initiating is None or decision.rank_decided:
         return None
     first_errors = _own_first_errors(facts)
-    if len(first_errors) < 2 or any(match.entry_id != decision.primary for match in first_errors.values()):
+    if len(first_errors) < 2 or not _alike(first_errors, decision.primary, first_errors.values()):
         return None
-    named = {rank: facts.identity.host_of(rank, len(facts.inputs.ranks)) for rank in first_errors}
-    hosts = {item.value for item in named.values() if item is not None}
-    if None in named.values() or len(hosts) != 1:
+    seen = ranks_seen(facts)
+    named = {rank: facts.identity.host_of(rank, len(facts.inputs.ranks)) for rank in seen | set(first_errors)}
+    hosts = {named[rank].value if named[rank] is not None else None for rank in first_errors}
+    if len(hosts) != 1 or None in hosts:
         return None
     host = hosts.pop()
-    on_host = {rank for rank in ranks_seen(facts) if (item := facts.identity.host_of(rank, len(facts.inputs.ranks)))
-               and item.value == host}
-    if on_host != set(first_errors) or len(on_host) == len(ranks_seen(facts)):
+    on_host = {rank for rank in seen if named[rank] is not None and named[rank].value == host}
+    if on_host != set(first_errors) or on_host == seen:
         return None  # (a rank of that host that did not fail so; or every rank of the job: every-rank-alike's)
-    if len({_exception_named(match) for match in first_errors.values()} - {None}) > 1:
-        return None
-    times = [match.line.origin.time for match in first_errors.values()]
-    if None not in times and max(times) - min(times) > ALIKE_WITHIN_SECONDS:
-        return None
     text = (f"every rank on host {host} (ranks {_listed(sorted(first_errors))}) raised it as its own first error, and no "
             "rank elsewhere failed of its own: no rank started it, the host did")
     return decision.with_because("one-host-alike", text, [decision.initiating], note=text,
                                  initiating=with_rank(decision.initiating, None), rank_decided=True, host=host)
+
+
+def _alike(first_errors: dict, primary: str, exception_lines) -> bool:
+    """Whether the ranks' own first errors are one failure: all of the primary's entry, naming one
+    exception class at most (not a KeyError here and a failed restart's RuntimeError there), and
+    within moments of each other where they carry times."""
+    if any(match.entry_id != primary for match in first_errors.values()):
+        return False
+    if len({_exception_named(match) for match in exception_lines} - {None}) > 1:
+        return False
+    times = [match.line.origin.time for match in first_errors.values()]
+    return None in times or max(times) - min(times) <= ALIKE_WITHIN_SECONDS
 
 
 def _own_first_errors(facts: Facts) -> dict:
