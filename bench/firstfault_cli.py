@@ -6,10 +6,9 @@ routes it there; once it does, this is exactly `firstfault ...`.
 from __future__ import annotations
 
 import os
-import sys
 
 from firstfault import pipeline
-from firstfault.cli import main
+from firstfault.cli import console
 from firstfault.match.parallel import scan_files
 
 if "scan_files" not in pipeline.scan_inputs.__code__.co_names:
@@ -24,4 +23,4 @@ if os.environ.get("FIRSTFAULT_BENCH_NO_DUMP_DISCOVERY"):
     pipeline._dump_report = lambda inputs: None
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -1,6 +1,4 @@
 """`python -m firstfault ...`: the same command line as `firstfault ...`."""
-import sys
+from .cli import console
 
-from .cli import main
-
-sys.exit(main())
+console()

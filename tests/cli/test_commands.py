@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from .conftest import FIRST_USER, REPO, run_cli
+from .conftest import FIRST_USER, OOM_LOG, REPO, run_cli
 
 
 def on_a_terminal(args: list[str], wait: float = 3.0) -> str:
@@ -127,3 +127,40 @@ def test_a_bug_of_ours_is_said_plainly_without_a_traceback(tmp_path):
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=REPO, timeout=300,
                            env={**env, "FIRSTFAULT_TRACEBACK": "1"})
     assert "Traceback (most recent call last)" in shown.stderr.decode() and "planted" in shown.stderr.decode()
+
+
+def test_diagnose_ends_without_teardown_and_loses_no_output(tmp_path, capsys):
+    """`firstfault diagnose` ends its process once its output is flushed (cli.console): what a
+    pipe and an -o file receive is all of what the command wrote."""
+    from firstfault.cli import main
+
+    assert main(["diagnose", str(OOM_LOG), "--format", "json"]) == 1
+    written = capsys.readouterr().out
+    piped = run_cli("diagnose", OOM_LOG, "--format", "json")
+    assert piped.returncode == 1
+    assert piped.stdout.decode() == written
+    report = tmp_path / "report.json"
+    assert run_cli("diagnose", OOM_LOG, "--format", "json", "-o", report).returncode == 1
+    assert report.read_text() == written
+    # the exit handlers of a teardown do not run after diagnose; they do after other commands
+    code = ("import atexit, sys; atexit.register(print, 'teardown ran', file=sys.stderr); "
+            "from firstfault.cli import console; sys.argv = ['firstfault', *sys.argv[1:]]; console()")
+    for args, teardown in ((["diagnose", str(OOM_LOG)], False), (["explain", "cuda-oom"], True)):
+        result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, cwd=REPO)
+        assert ("teardown ran" in result.stderr.decode()) is teardown, (args, result.stderr.decode()[-500:])
+
+
+def test_a_thread_left_running_keeps_the_usual_exit():
+    import threading
+
+    from firstfault.cli import _nothing_left_running
+
+    assert _nothing_left_running()
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        assert not _nothing_left_running()
+    finally:
+        stop.set()
+        worker.join()

@@ -41,7 +41,8 @@ def looks_binary(sample: bytes) -> bool:
     preallocated end) and are passed over, to the text after them when a hole fills the sample."""
     if b"\x00" in sample[:BINARY_SAMPLE] and utf16_encoding(sample[:BINARY_SAMPLE]) is not None:
         return False
-    text = _NUL_RUN.sub(b"", sample[:BINARY_SAMPLE * 4])[:BINARY_SAMPLE]
+    holes = b"\x00" in sample[:BINARY_SAMPLE * 4]  # (the regex over 32 KiB only where a NUL is)
+    text = (_NUL_RUN.sub(b"", sample[:BINARY_SAMPLE * 4]) if holes else sample)[:BINARY_SAMPLE]
     if not text:
         return True  # nothing but NULs
     control = len(text.translate(None, _TEXT_BYTES))  # the control bytes (and stray NULs) that remain

@@ -14,8 +14,8 @@ superset of the true matches and the same Python confirmation decides:
 
 A signature hits a line when its regex matches the line as read and as masked (both with '\\r'
 read as a space); captures come from the masked line. Blocks are bytes as read (UTF-8 lines
-joined by '\\n'): Hyperscan's translations accept a '\\r' wherever a space may stand, and the
-Python prefilter sees each '\\r' replaced by a space; candidates are byte offsets of line starts.
+joined by '\\n'): both engines look for candidates in the block with each '\\r' replaced by a
+space (`spaced`), as `confirm` reads a line; candidates are byte offsets of line starts.
 """
 from __future__ import annotations
 
