@@ -12,7 +12,6 @@ import contextlib
 import importlib
 import os
 import sys
-import tempfile
 
 from . import __version__
 from .errors import FirstfaultError, UsageError
@@ -172,6 +171,8 @@ def _output(args):
         return
     folder = os.path.dirname(os.path.abspath(target))
     try:
+        import tempfile  # (only for -o: its imports cost a diagnosis 5 ms)
+
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".firstfault-", suffix=".tmp")
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}", "give -o a path in a folder you can write") from None
