@@ -13,7 +13,11 @@ them, bounds them in time and keeps the files. The layouts are the ways people k
 - `srun`: one task per rank as `srun --label` starts them (SLURM_PROCID/SLURM_NTASKS, no torchrun), every
   task's lines in one `slurm-<job id>.out` prefixed `<task>: `, with srun's own reports (slurm.py);
 - `spawn`: one `python spawn_launch.py` that starts the ranks with `torch.multiprocessing.spawn`, every
-  line unprefixed in one `console.log`, spawn's own report of a dead process at the end.
+  line unprefixed in one `console.log`, spawn's own report of a dead process at the end;
+- `mpirun`, `mpirun-tag`: Open MPI's `mpirun -np N` starts the ranks (the script reads
+  OMPI_COMM_WORLD_RANK/SIZE, as Horovod's and many HPC scripts do), every line in one `console.log`,
+  unprefixed or, with `--tag-output`, prefixed `[1,<rank>]<stdout>:` / `<stderr>:`, and mpirun's own
+  report of the job's end (needs `mpirun` on the PATH: `apt-get install openmpi-bin`).
 """
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ from pathlib import Path
 
 from .slurm import SlurmJob
 
-LAYOUTS = ("tee", "logdir", "twonode", "plain", "srun", "spawn")
+LAYOUTS = ("tee", "logdir", "twonode", "plain", "srun", "spawn", "mpirun", "mpirun-tag")
+MPIRUN_LAYOUTS = ("mpirun", "mpirun-tag")
 SPAWN_LAUNCHER = str(Path(__file__).with_name("spawn_launch.py"))
 
 LAYOUT_HELP = {
@@ -35,6 +40,8 @@ LAYOUT_HELP = {
     "plain": "per-rank python processes with RANK/WORLD_SIZE env, output redirected to rank<R>.log",
     "srun": "srun --label style: one task per rank (SLURM_PROCID), all lines in slurm-<job>.out prefixed '<task>: '",
     "spawn": "torch.multiprocessing.spawn from one python process, all lines unprefixed in console.log",
+    "mpirun": "Open MPI's mpirun -np N (ranks from OMPI_COMM_WORLD_RANK), all lines unprefixed in console.log",
+    "mpirun-tag": "mpirun --tag-output: every line in console.log prefixed [1,<rank>]<stdout>: or <stderr>:",
 }
 
 
@@ -148,6 +155,15 @@ def plan_launch(
         return LaunchPlan(layout, [Process("agent0", command, logs_dir / "console.log")],
                           f"python spawn_launch.py: torch.multiprocessing.spawn of {world_size} processes (RANK = "
                           "process index, MASTER_ADDR/MASTER_PORT set), every line unprefixed in logs/console.log")
+    if layout in MPIRUN_LAYOUTS:
+        tag = ["--tag-output"] if layout == "mpirun-tag" else []
+        # (root in a container needs --allow-run-as-root; more ranks than cores, --oversubscribe)
+        command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(world_size), *tag,
+                   "-x", "MASTER_ADDR=127.0.0.1", "-x", f"MASTER_PORT={port}", python, script, *script_args]
+        return LaunchPlan(layout, [Process("agent0", command, logs_dir / "console.log")],
+                          f"mpirun --allow-run-as-root --oversubscribe -np {world_size} {' '.join(tag)} -x MASTER_ADDR "
+                          "-x MASTER_PORT python train.py (Open MPI; the script reads OMPI_COMM_WORLD_RANK/SIZE); "
+                          "every line in logs/console.log".replace("  ", " "))
     raise ValueError(f"unknown layout {layout!r}; choose from {', '.join(LAYOUTS)}")
 
 

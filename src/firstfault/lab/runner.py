@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 from . import drivers, processes
-from .layouts import LAYOUT_HELP, TRACEBACK_RENDERERS, LaunchPlan, base_env, on_hosts, plan_launch
+from .layouts import LAYOUT_HELP, MPIRUN_LAYOUTS, TRACEBACK_RENDERERS, LaunchPlan, base_env, on_hosts, plan_launch
 from .scenarios import Scenario
 from .slurm import JobOutput, SlurmJob
 
@@ -238,7 +238,9 @@ def _host_of_rank(run: LabRun, sup: _Supervision) -> str | None:
     """The host the faulty rank ran on, where the run's lines can name it: the host names the run
     gave its nodes, in the layouts whose torchrun agents say them (their failure table and
     rendezvous), or Slurm's node (its lines name it: srun's, or a time limit's cancel)."""
-    if run.hosts and run.layout in ("plain", "spawn"):
+    if run.layout in MPIRUN_LAYOUTS and (node := _mpirun_named_node(run, sup)) is not None:
+        return node
+    if run.hosts and run.layout in ("plain", "spawn", *MPIRUN_LAYOUTS):
         return None  # (no launcher of theirs says the host: nothing in their logs names it)
     if run.hosts and run.layout != "twonode":
         return run.hosts[0]
@@ -248,6 +250,16 @@ def _host_of_rank(run: LabRun, sup: _Supervision) -> str | None:
     if run.layout == "srun" or (run.scenario.driver == "time-limit" and sup.cancelled):
         return run.slurm_job.node
     return None
+
+
+def _mpirun_named_node(run: LabRun, sup: _Supervision) -> str | None:
+    """The node mpirun names for the faulty rank: it does when a signal ended that rank
+    (`mpirun noticed that process rank R with PID P on node N exited on signal S`), not when it
+    exited with an error (`Process name: [[J,1],R]`, no node)."""
+    host = run.hosts[0] if run.hosts else socket.gethostname()
+    said = re.compile(rf"process rank {run.rank} with PID \d+ on node {re.escape(host)} exited on signal")
+    console = sup.logs_dir / "console.log"
+    return host if console.is_file() and said.search(console.read_text(errors="replace")) else None
 
 
 def check_hosts(layout: str, hosts: list[str]) -> None:

@@ -177,15 +177,21 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+def _launcher_variable(*names: str) -> str | None:
+    """The first of these variables that is set: torchrun's, Slurm's, then Open MPI's name for it."""
+    return next((os.environ[name] for name in names if name in os.environ), None)
+
+
 def setup_logging():
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def init_distributed(args):
-    # torchrun sets RANK/WORLD_SIZE/LOCAL_RANK; under srun the task's SLURM_* variables say the same
-    rank = int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")))
-    world_size = int(os.environ.get("WORLD_SIZE", os.environ.get("SLURM_NTASKS", "1")))
-    local_rank = int(os.environ.get("LOCAL_RANK", os.environ.get("SLURM_LOCALID", rank)))
+    # torchrun sets RANK/WORLD_SIZE/LOCAL_RANK; under srun the task's SLURM_* variables say the same, under
+    # Open MPI's mpirun its OMPI_COMM_WORLD_* ones
+    rank = int(_launcher_variable("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK") or 0)
+    world_size = int(_launcher_variable("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE") or 1)
+    local_rank = int(_launcher_variable("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK") or rank)
     dist.init_process_group(args.backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=args.pg_timeout))
     log.info("rank %d/%d (local rank %d, pid %d) initialized process group (backend=%s)",
              rank, world_size, local_rank, os.getpid(), dist.get_backend())
@@ -553,7 +559,7 @@ def main(argv=None):
     setup_logging()
     install_traceback_renderer()
     if args.sigterm_handler:
-        install_sigterm_handler(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "?")))
+        install_sigterm_handler(_launcher_variable("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK") or "?")
     train(args)
 
 
