@@ -165,18 +165,20 @@ def diagnose_scans(scans: list[FileScan], skipped: list[Skipped] = (), *, mask_h
     # block, tail's sections) numbers its lines as that text does, from its first_line
     source_lines = {scan.input.display: scan.input.first_line + scan.stats.lines - 1 for scan in read}
     identity = build_identity(matches, read, files.local_world, summary.ranks, files.hosts)
-    # one process, unless something else shows: a rank above 0, a second host, a job size above
-    # one (launcher flags, init lines), torchrun (it starts as many processes as it was asked
-    # to, which the logs may not say), or the lines other processes print when a peer fails
-    # (collective timeouts, a launcher stopping the others), or a traceback through a collective or
-    # DistributedDataParallel
-    single_process = (set(summary.ranks) | set(identity.ranks) <= {0} and len(summary.hosts) <= 1
+    activity = stream_activity(read, matches, files, identity)
+    # one process, unless something else shows: a rank above 0 (a prefix, a file, a line that
+    # names its rank: `rank 3: step 11`), a second host, a job size above one (launcher flags,
+    # init lines), torchrun (it starts as many processes as it was asked to, which the logs may
+    # not say), or the lines other processes print when a peer fails (collective timeouts, a
+    # launcher stopping the others), or a traceback through a collective or DistributedDataParallel
+    named = {stream.rank for stream in activity if stream.rank is not None}
+    single_process = (set(summary.ranks) | set(identity.ranks) | named <= {0} and len(summary.hosts) <= 1
                       and (identity.world is None or identity.world.size <= 1)
                       and (files.local_world or 1) <= 1
                       and not any(item.id == "torchrun" for item in stack)
                       and not any(_peer_failed(match) or match.signature.name in PROCESS_GROUP_FRAMES for match in matches))
     diagnosis = correlate(matches, summary, single_process, source_lines, relations_of(kb or load_knowledge_base()),
-                          stream_activity(read, matches, files, identity), identity)
+                          activity, identity)
     diagnosis = replace(diagnosis, stack=stack)
     diagnosis = map_strings(diagnosis, masker or _memo(mask_secrets))  # lines are masked; the names of files are not yet
     return _mask_hosts(diagnosis) if mask_hosts else diagnosis

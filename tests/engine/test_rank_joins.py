@@ -378,3 +378,52 @@ def test_a_torchrun_agent_with_no_rank_in_view_is_not_a_single_process_job():
     alone = diagnose_texts([("train.log", "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
                                           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")])
     assert alone.initiating.rank == 0
+
+
+MPIRUN_FIRST_EXIT_REPORT = """--------------------------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+--------------------------------------------------------------------------
+mpirun detected that one or more processes exited with non-zero status, thus causing
+the job to be terminated. The first process to do so was:
+
+  Process name: [[15921,1],{rank}]
+  Exit code:    1
+--------------------------------------------------------------------------
+"""
+
+
+@pytest.mark.parametrize("rank", [1, 3])
+def test_mpirun_s_report_of_the_first_process_to_exit_names_its_rank(tmp_path, rank):
+    """A thread's excerpt of an mpirun console (a real run's last lines): only the peers' lost
+    connections are left of the ranks' own lines, and Open MPI's end report names the process
+    that exited first with an error by its rank, `[[J,1],R]`."""
+    peers = "".join(f"[rank{peer}]: {PEER_CLOSED}\n" for peer in range(4) if peer != rank)
+    _write(tmp_path / "console.log", peers + MPIRUN_FIRST_EXIT_REPORT.format(rank=rank))
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "collective-timeout-peer-crash"
+    assert diagnosis.initiating.rank == rank
+
+
+def test_mpirun_s_report_of_a_signal_death_names_the_rank_and_its_node(tmp_path):
+    _write(tmp_path / "console.log", f"[rank0]: {PEER_CLOSED}\n[rank2]: {PEER_CLOSED}\n"
+           "--------------------------------------------------------------------------\n"
+           "mpirun noticed that process rank 1 with PID 0 on node gpu-b04 exited on signal 11 (Segmentation fault).\n"
+           "--------------------------------------------------------------------------\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert (diagnosis.initiating.rank, diagnosis.initiating.host) == (1, "gpu-b04")
+
+
+def test_ranks_that_name_themselves_in_one_console_are_not_one_process(tmp_path):
+    """A console of several ranks without prefixes (mpirun, spawn, torch before 2.2) whose lines
+    name their rank in the message: a stop that names no rank is not `the only process`'s."""
+    _write(tmp_path / "console.log", "".join(
+        f"2026-12-06 14:43:31,68{rank} INFO train: epoch 0: rank {rank} shard has 128 samples -> 8 steps\n" for rank in range(4))
+        + "2026-12-06 14:43:31,905 INFO train: epoch 0 step 8/8 loss 1.3497 acc 0.375\n")
+    _write(tmp_path / "slurm-279162.out",
+           "slurmstepd: error: *** JOB 279162 ON vm CANCELLED AT 2026-12-06T14:43:39 DUE TO TIME LIMIT ***\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.primary.failure_id == "preempted-sigterm"
+    assert diagnosis.initiating.rank is None
+    assert "rank-only-process" not in {step.rule for step in diagnosis.because}

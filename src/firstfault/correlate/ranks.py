@@ -320,7 +320,9 @@ class _FileContext:
         local_from = "prefix" if prefix.local_rank is not None else "declared" if scan.hints.declared else "file"
         rank = prefix.rank
         how = RANK_FROM["task"] if prefix.rank_from_task else RANK_FROM["prefix"]
-        if hit.signature.name in LAUNCHER_FAILED and "local" in hit.captures:
+        if hit.signature.name in LAUNCHER_FAILED and hit.captures.get("rank") is not None:
+            rank, how = int(hit.captures["rank"]), RANK_FROM["report"]  # mpirun names the process by its rank
+        elif hit.signature.name in LAUNCHER_FAILED and "local" in hit.captures:
             local, local_from = int(hit.captures["local"]), "report"  # the launcher names the local rank that failed
             if prefix.task is not None and rank == prefix.task:
                 rank = None  # the srun task around a launcher's report is its node, not a rank
@@ -364,6 +366,7 @@ class _FileContext:
 RANK_FROM = {
     "prefix": "the line's own rank prefix",
     "task": "the srun task label of the line (a task per rank)",
+    "report": "the launcher's report of the process that failed, which names its rank",
     "local": "local rank {local} ({by}) on a node whose ranks start at {offset}",
     "file": "the name of its file",
     "declared": "its file's own start-up lines, which declare the rank",

@@ -90,6 +90,22 @@ CONTEXT_SIGNATURES: tuple[Signature, ...] = (
     _context("launcher-failed-srun", r"srun: error: [\w.-]+: tasks? (?P<task>\d+)(?:[-,][\d,-]*)?: (?:Exited with exit code (?P<code>\d+)|(?P<signal>Killed|Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception|Out Of Memory)\b)",
              ("srun: error: gpu-b200-014: task 0: Exited with exit code 1", "srun: error: node-3: tasks 2-3: Killed"),
              ("srun: error: gpu-b200-014: task 1: Terminated",)),
+    # Open MPI's mpirun (4.x) on how the job ended, naming the process that ended it by its rank:
+    # after `The first process to do so was:` the name of the first process that exited with an
+    # error, `Process name: [[J,1],R]` (J's application, rank R; `[[J,0],V]` are mpirun's own
+    # daemons), its `Exit code:` on the next line; a signal death on one line (a SIGTERM is mpirun
+    # ending the others); `MPI_ABORT was invoked on rank R` (MPI_Abort from a script, Horovod)
+    _context("launcher-failed-mpirun", r"^\s*Process name: \[\[\d+,[1-9]\d*\],(?P<rank>\d{1,6})\]\s*$",
+             ("  Process name: [[15921,1],1]", "Process name: [[41297,1],4]"),
+             ("  Process name: [[15921,0],0]", "HNP daemon   : [[15921,0],0] on node vm", "Process name: [[15921,1],1] (pid 4)")),
+    _context("launcher-failed-mpirun-signal",
+             r"\bprocess rank (?P<rank>\d{1,6}) with PID \d+ on node \S+ exited on signal (?P<signal>(?!15\b)\d{1,2})\b",
+             ("mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 11 (Segmentation fault).",
+              "mpirun noticed that process rank 12 with PID 51842 on node gpu-b04 exited on signal 9 (Killed)."),
+             ("mpirun noticed that process rank 3 with PID 0 on node node-7 exited on signal 15 (Terminated).",)),
+    _context("launcher-failed-mpirun-abort", r"\bMPI_ABORT was invoked on rank (?P<rank>\d{1,6}) in communicator MPI_COMM_WORLD\b",
+             ("MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD",),
+             ("MPI_ABORT was invoked on rank 3 in communicator MPI COMMUNICATOR 4 SPLIT FROM 0",)),
     _context("launcher-node", r"nnodes=(?P<nnodes>\d+), num_local_procs=(?P<local_procs>\d+), node_rank=(?P<node_rank>\d+)",
              ("[2021-02-26 10:01:04,181] [INFO] [launch.py:87:main] nnodes=1, num_local_procs=2, node_rank=0",),
              ("--nnodes=2 --node_rank=0",)),
@@ -320,7 +336,9 @@ LAUNCHER_RANKS = "launcher-rendezvous-ranks"
 NCCL_LOOPBACK = "nccl-loopback-interface"
 LAUNCHER_NPROC = "launcher-nproc"
 NONFATAL = "nonfatal-exception"
-LAUNCHER_FAILED = ("launcher-failed", "launcher-failed-deepspeed", "launcher-failed-spawn", "launcher-failed-srun")
+MPIRUN_FIRST_EXIT = "launcher-failed-mpirun"  # `Process name: [[J,1],R]`: the first process to exit non-zero
+LAUNCHER_FAILED = ("launcher-failed", "launcher-failed-deepspeed", "launcher-failed-spawn", "launcher-failed-srun",
+                   MPIRUN_FIRST_EXIT, "launcher-failed-mpirun-signal", "launcher-failed-mpirun-abort")
 LAUNCHER_NODE = "launcher-node"
 DEVICE_BUS = ("device-nccl-bus", "device-smi-bus", "device-smi-table-bus")
 DEVICE_PROCESS = "device-smi-process"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ...match.context import LAUNCHER_FAILED, STACK_FRAME, TRACEBACK_HEADER
+from ...match.context import LAUNCHER_FAILED, MPIRUN_FIRST_EXIT, STACK_FRAME, TRACEBACK_HEADER
 from ...model import Match
 from ..devices import bus_of
 from ..identity import bus_key, pid_key
@@ -419,6 +419,8 @@ def only_process(facts: Facts, decision: Decision) -> Decision | None:
 def _ordinary_exit(report: Match) -> bool:
     """A launcher's report of a process that exited with a code of its own (not killed by a
     signal: shells and Slurm give a signal as 128 + N, torchrun as -N)."""
+    if report.signature.name == MPIRUN_FIRST_EXIT:
+        return True  # (mpirun names a process this way only when it exited with a non-zero code)
     code = str(report.captures.get("code") or "")
     return code.isascii() and code.isdigit() and 0 < int(code) < 128
 
