@@ -219,16 +219,21 @@ def test_a_run_on_named_hosts_says_each_node_s_host_and_the_faulty_rank_s(tmp_pa
 
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI's mpirun is not installed (apt-get install openmpi-bin)")
-def test_a_run_under_mpirun_is_launched_and_diagnosed_as_injected(tmp_path):
-    """The `mpirun-tag` layout: Open MPI starts the ranks (the script reads OMPI_COMM_WORLD_RANK),
-    `--tag-output` prefixes every line with the rank's `[1,R]<stream>:`, mpirun reports which
-    process exited first; the diagnosis names the injected rank."""
+@pytest.mark.parametrize("layout", ["mpirun-tag", "mpirun-files"])
+def test_a_run_under_mpirun_is_launched_and_diagnosed_as_injected(tmp_path, layout):
+    """Open MPI starts the ranks (the script reads OMPI_COMM_WORLD_RANK): `--tag-output` puts the
+    rank's `[1,R]<stream>:` before every line of one console, `--output-filename` writes each
+    rank's lines to `rank.R/stdout` and `stderr`; mpirun says which process exited first. The
+    diagnosis names the injected rank."""
     from firstfault.lab.runner import diagnose_case, judge, run_scenario
 
-    lab_run = run_scenario(get("exc-index-error"), out_dir=tmp_path / "case", layout="mpirun-tag", world_size=3, rank=2)
-    console = (lab_run.out_dir / "logs" / "console.log").read_text(errors="replace")
-    for rank in range(3):
-        assert f"[1,{rank}]<stderr>:" in console, f"no line of rank {rank} tagged by mpirun"
-    assert "mpirun detected that one or more processes exited with non-zero status" in console
+    lab_run = run_scenario(get("exc-index-error"), out_dir=tmp_path / "case", layout=layout, world_size=2, rank=1)
+    logs = lab_run.out_dir / "logs"
+    assert "mpirun detected that one or more processes exited with non-zero status" in (logs / "console.log").read_text()
+    for rank in range(2):
+        if layout == "mpirun-tag":
+            assert f"[1,{rank}]<stderr>:" in (logs / "console.log").read_text(errors="replace"), rank
+        else:
+            assert "Traceback" in (logs / "mpi" / "1" / f"rank.{rank}" / "stderr").read_text(errors="replace"), rank
     contract = diagnose_case(lab_run.out_dir)
     assert judge(contract, lab_run.expect) == [], contract.get("primary")

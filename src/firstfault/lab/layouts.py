@@ -17,7 +17,9 @@ them, bounds them in time and keeps the files. The layouts are the ways people k
 - `mpirun`, `mpirun-tag`: Open MPI's `mpirun -np N` starts the ranks (the script reads
   OMPI_COMM_WORLD_RANK/SIZE, as Horovod's and many HPC scripts do), every line in one `console.log`,
   unprefixed or, with `--tag-output`, prefixed `[1,<rank>]<stdout>:` / `<stderr>:`, and mpirun's own
-  report of the job's end (needs `mpirun` on the PATH: `apt-get install openmpi-bin`).
+  report of the job's end (needs `mpirun` on the PATH: `apt-get install openmpi-bin`);
+- `mpirun-files`: the same with `--output-filename DIR:nocopy`: each rank's output in
+  `DIR/1/rank.<R>/stdout` and `stderr` (Open MPI's own layout), mpirun's report in `console.log`.
 """
 from __future__ import annotations
 
@@ -29,8 +31,8 @@ from pathlib import Path
 
 from .slurm import SlurmJob
 
-LAYOUTS = ("tee", "logdir", "twonode", "plain", "srun", "spawn", "mpirun", "mpirun-tag")
-MPIRUN_LAYOUTS = ("mpirun", "mpirun-tag")
+LAYOUTS = ("tee", "logdir", "twonode", "plain", "srun", "spawn", "mpirun", "mpirun-tag", "mpirun-files")
+MPIRUN_LAYOUTS = ("mpirun", "mpirun-tag", "mpirun-files")
 SPAWN_LAUNCHER = str(Path(__file__).with_name("spawn_launch.py"))
 
 LAYOUT_HELP = {
@@ -42,6 +44,7 @@ LAYOUT_HELP = {
     "spawn": "torch.multiprocessing.spawn from one python process, all lines unprefixed in console.log",
     "mpirun": "Open MPI's mpirun -np N (ranks from OMPI_COMM_WORLD_RANK), all lines unprefixed in console.log",
     "mpirun-tag": "mpirun --tag-output: every line in console.log prefixed [1,<rank>]<stdout>: or <stderr>:",
+    "mpirun-files": "mpirun --output-filename logs/mpi:nocopy: each rank's output in logs/mpi/1/rank.<R>/{stdout,stderr}",
 }
 
 
@@ -156,14 +159,17 @@ def plan_launch(
                           f"python spawn_launch.py: torch.multiprocessing.spawn of {world_size} processes (RANK = "
                           "process index, MASTER_ADDR/MASTER_PORT set), every line unprefixed in logs/console.log")
     if layout in MPIRUN_LAYOUTS:
-        tag = ["--tag-output"] if layout == "mpirun-tag" else []
+        tag = {"mpirun-tag": ["--tag-output"], "mpirun-files": ["--output-filename", f"{logs_dir / 'mpi'}:nocopy"]}.get(layout, [])
         # (root in a container needs --allow-run-as-root; more ranks than cores, --oversubscribe)
         command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(world_size), *tag,
                    "-x", "MASTER_ADDR=127.0.0.1", "-x", f"MASTER_PORT={port}", python, script, *script_args]
+        flags = " ".join(tag).replace(str(logs_dir), "logs")
+        where = ("each rank's lines in logs/mpi/1/rank.<R>/stdout and stderr, mpirun's own in logs/console.log"
+                 if layout == "mpirun-files" else "every line in logs/console.log")
         return LaunchPlan(layout, [Process("agent0", command, logs_dir / "console.log")],
-                          f"mpirun --allow-run-as-root --oversubscribe -np {world_size} {' '.join(tag)} -x MASTER_ADDR "
-                          "-x MASTER_PORT python train.py (Open MPI; the script reads OMPI_COMM_WORLD_RANK/SIZE); "
-                          "every line in logs/console.log".replace("  ", " "))
+                          f"mpirun --allow-run-as-root --oversubscribe -np {world_size} {flags} -x MASTER_ADDR "
+                          f"-x MASTER_PORT python train.py (Open MPI; the script reads OMPI_COMM_WORLD_RANK/SIZE); {where}"
+                          .replace("  ", " "))
     raise ValueError(f"unknown layout {layout!r}; choose from {', '.join(LAYOUTS)}")
 
 
