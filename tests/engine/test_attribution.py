@@ -65,6 +65,9 @@ def test_a_worker_prefix_names_its_process(line, pid):
     ("user_logs/std_log_process_03.txt", 3, None, None, None),
     ("std_log_node_1_local_rank_2.txt", None, 2, 1, None),
     ("logs/rank-12/stderr.log", 12, None, None, None),
+    # Open MPI's mpirun --output-filename DIR: DIR/<job>/rank.<R>/stdout and stderr
+    ("mpi/1/rank.3/stderr", 3, None, None, None),
+    ("mpi/1/rank.12/stdout", 12, None, None, None),
     ("output_rank-04.log", 4, None, None, None),  # a rank's name with a dash is no host's
     ("logs/run_process-2.txt", 2, None, None, None),
     ("preprocess_01.log", None, None, None, None),

@@ -70,7 +70,7 @@ _RAY_WORKER_FILE = re.compile(r"(?:python-core-)?worker-[0-9a-f]+-[0-9a-f]+-(\d+
 _FILE_NODE = re.compile(r"(?i)^node[_-]?(0|[1-9]\d?)(?:[_.-]|$)")
 # a file per node and local rank: `std_log_node_1_local_rank_2.txt`, `local_rank_2.log`
 _FILE_LOCAL_RANK = re.compile(r"(?i)(?:^|[_.-])(?:node[_-]?0*(?P<node>\d{1,5})[_.-])?local[_-]?rank[_-]?0*(?P<local>\d{1,4})(?:[_.-]|$)")
-_FOLDER_RANK = re.compile(r"(?i)^rank[_-]?0*(\d{1,6})$")  # rank_3/stdout.txt
+_FOLDER_RANK = re.compile(r"(?i)^rank[._-]?0*(\d{1,6})$")  # rank_3/stdout.txt; Open MPI's --output-filename: 1/rank.3/stderr
 # a process's name with its number names no host (`output_rank-04.log`): `gpu-3` may, hosts are so named
 _RANK_WORD = re.compile(r"(?i)(?:local[_-]?)?rank-\d+|process-\d+|proc-\d+")
 # A host's name at the end of a file or folder name, kept whole: `gpu-04-02`, `dgx-b12`,
