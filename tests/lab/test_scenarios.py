@@ -1,10 +1,13 @@
-"""Every lab scenario, run for real (CPU, gloo) and diagnosed; the truth comes from the injection.
+"""The lab's scenarios, run for real (CPU, gloo) and diagnosed; the truth comes from the injection.
 
-One run per scenario by default, in its default layout (spread over the six) at the fewest ranks
-that show its fault (`min_world_size`, 2-4: the lab's runs are half of CI's 10 minutes, and each
-rank is a process importing torch). FIRSTFAULT_LAB_MATRIX=1 runs every scenario in every layout it supports instead, and
-LAYOUT_VARIANTS (slow: not for CI, whose 10 minutes the lab's real runs are half of; the recorded real
-runs of tests/fixtures/real cover every layout with several failure kinds).
+By default, one run of each kind of scenario: the first scenario of each failure class and driver
+(the part of the lab that plays the outside world: a time limit, the OOM killer, a busy port...), in
+its default layout (every layout is some scenario's default) at the fewest ranks that show its fault
+(`min_world_size`, 2-4). The lab's real runs were more than half of CI's 10 minutes, each rank a
+process importing torch (about 10 CPU-seconds a run); the scenarios left out by default (another
+native crash, another exception, another mismatch...) have 10-18 recorded real runs each in
+tests/fixtures/real, judged in CI (test_real_fixtures.py). FIRSTFAULT_LAB_ALL=1 runs every scenario;
+FIRSTFAULT_LAB_MATRIX=1 runs every scenario in every layout it supports, and LAYOUT_VARIANTS.
 
 Each run is checked twice: the lab's own checks (the run ended, the fault fired: always strict), then
 the engine's diagnosis against the injected truth. Runs the engine knowingly misses today are in
@@ -65,7 +68,14 @@ def _runs():
                 world_size += world_size % 2 if layout == "twonode" else 0
                 runs.append((scenario.name, layout, world_size, min(scenario.default_rank, world_size - 1)))
         return runs + [run for run in LAYOUT_VARIANTS if run not in runs]
-    return [(s.name, s.default_layout, s.min_world_size, min(s.default_rank, s.min_world_size - 1)) for s in SCENARIOS]
+    every = os.environ.get("FIRSTFAULT_LAB_ALL") == "1"
+    runs, kinds = [], set()
+    for s in SCENARIOS:
+        kind = (s.expect_class, s.driver)
+        if every or kind not in kinds:
+            runs.append((s.name, s.default_layout, s.min_world_size, min(s.default_rank, s.min_world_size - 1)))
+        kinds.add(kind)
+    return runs
 
 
 def _run_id(run):
