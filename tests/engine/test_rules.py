@@ -471,6 +471,36 @@ def test_hang_never_joined_names_no_rank_when_several_below_the_waiters_are_sile
     assert rule("hang-never-joined").apply(built, start(built)).initiating.line.origin.rank == 0
 
 
+def test_hang_never_joined_counts_a_rank_the_watchdog_took_down_as_a_waiter():
+    """An excerpt: ranks 2 and 3 print NCCL's watchdog timeout, rank 1 a step line, and of rank 0
+    only torchrun's report is left, `failed (exitcode: -6)`, after the timeouts: the watchdog
+    aborts every rank whose collective timed out, so rank 0 waited too, and rank 1 is the one
+    that never joined. An abort before the first timeout is a crash of its own: then two ranks
+    are unaccounted for, and none is named."""
+    def watchdog(line, rank):
+        return hit("collective-timeout-peer-crash", line, rank=rank, time=100.0, role="collateral", weight=0.5,
+                   source="console.log", name="nccl-watchdog-timeout", text="Watchdog caught collective operation timeout")
+
+    def aborted(line, time):
+        return context("launcher-failed", line, rank=0, source="console.log", time=time,
+                       captures={"code": "-6", "local": "0", "pid": "318"},
+                       text="failed (exitcode: -6) local_rank: 0 (pid: 318) of binary: /usr/bin/python")
+
+    working = stream(1, [(2, 40.0, "step 445 loss 0.41")], source="console.log")
+    built = facts([watchdog(3, 2), watchdog(24, 3), aborted(50, 105.0)], ranks=(0, 1, 2, 3), activity=[working])
+    assert rule("hang-never-joined").apply(built, start(built)).initiating.line.origin.rank == 1
+    built = facts([watchdog(3, 2), watchdog(24, 3), aborted(1, 50.0)], ranks=(0, 1, 2, 3), activity=[working])
+    assert rule("hang-never-joined").apply(built, start(built)) is None
+
+
+def test_hang_never_joined_names_no_rank_of_which_no_line_is_in_view():
+    """Ranks 0, 2 and 3 timed out; nothing at all of rank 1 is in view (a thread's excerpt): its
+    lines were left out, which says nothing of its work. Rank 0 is the exception: it often logs
+    without a rank of its own."""
+    built = facts([timeout(5, rank) for rank in (0, 2, 3)], ranks=(0, 2, 3))
+    assert rule("hang-never-joined").apply(built, start(built)) is None
+
+
 def _lost_peer(line, rank):
     return hit("collective-timeout-peer-crash", line, rank=rank, source="console.log", role="collateral", weight=0.6,
                text=f"[rank{rank}]: RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:38038")

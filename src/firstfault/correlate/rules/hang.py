@@ -176,9 +176,33 @@ def _epoch_ahead(facts: Facts, early: list[int], late: list[int]) -> tuple[int, 
 
 
 def _timed_out_and_disconnected(facts: Facts) -> tuple[set, set]:
-    timed_out = set(_waiting(facts))
+    timed_out = set(_waiting(facts)) | _taken_down_by_the_watchdog(facts)
     disconnected = {m.line.origin.rank for m in facts.collateral if is_disconnect(m)} - timed_out - {None}
     return timed_out, disconnected
+
+
+NCCL_WATCHDOG_TIMEOUT = "nccl-watchdog-timeout"  # `Watchdog caught collective operation timeout`
+
+
+def _taken_down_by_the_watchdog(facts: Facts) -> set[int]:
+    """The ranks that died of SIGABRT after an NCCL watchdog timeout in view: the watchdog takes
+    down every process whose collective timed out ("To avoid data inconsistency, we are taking the
+    entire process down"), so such a rank waited too, whatever cut its own timeout lines from view
+    (a launcher's report of the abort is all that is left of it: `process 2 terminated with signal
+    SIGABRT`, `exitcode: -6`). An abort before the first timeout is a crash of its own."""
+    watchdog = [m for m in facts.timeouts if m.signature.name == NCCL_WATCHDOG_TIMEOUT]
+    if not watchdog:
+        return set()
+    first = min(watchdog, key=time_key)
+    return {rank for rank, row in facts.rows.items() if _aborted(row) and _later_than(row.ended_match, first)}
+
+
+def _later_than(match: Match, first: Match) -> bool:
+    """Whether the logs order `match` after `first`: by their own times, else by line in one file."""
+    mine, theirs = match.line.origin, first.line.origin
+    if mine.time is not None and theirs.time is not None and not mine.time_inherited:
+        return mine.time >= theirs.time
+    return mine.source == theirs.source and mine.line > theirs.line
 
 
 EPOCH_END_WORDS = ("epoch", "ending", "end of", "completed", "finished", "maximum number of steps", "summary", "validat",
@@ -312,6 +336,8 @@ def never_joined(facts: Facts, decision: Decision) -> Decision | None:
     if len(missing) != 1 or not timed_out:
         return None
     rank = missing[0]
+    if rank != 0 and rank not in set(facts.inputs.ranks) | ranks_seen(facts):
+        return None  # no line of it in view at all: its lines were left out (an excerpt), not its work
     return hang_decision(facts, decision, "hang-never-joined", STRAGGLER, rank,
                          f"rank {rank} never joined the collective the others timed out in", None)
 
