@@ -266,13 +266,18 @@ def alone_in_barrier(facts: Facts, decision: Decision) -> Decision | None:
                          f"rank {rank} waited alone in barrier while the others were still training", match)
 
 
+def _in_view(facts: Facts) -> set[int]:
+    """The ranks of which the logs show a line."""
+    return set(facts.inputs.ranks) | ranks_seen(facts)
+
+
 def _missing(facts: Facts, timed_out: set, disconnected: set) -> list[int]:
     # rank 0 exists in every job: when the other ranks printed timeouts and it printed nothing
     # that carries its rank (rank 0 often logs unprefixed progress: tokenizing, evaluating), it is missing
     # (and the ranks only a join tells: a Ray worker's lines are its rank's through its pid)
     # (and so does every rank below one seen: where ranks 5-15 timed out and only 13 and 0-4 left no
     # line, no one of them is the missing one)
-    seen = set(facts.inputs.ranks) | ranks_seen(facts)
+    seen = _in_view(facts)
     below = set(range(max(seen | timed_out | disconnected) + 1)) if len(timed_out | disconnected) >= 2 else set()
     expected = sorted(seen | below)
     return [rank for rank in expected if rank not in timed_out and rank not in disconnected]
@@ -336,7 +341,7 @@ def never_joined(facts: Facts, decision: Decision) -> Decision | None:
     if len(missing) != 1 or not timed_out:
         return None
     rank = missing[0]
-    if rank != 0 and rank not in set(facts.inputs.ranks) | ranks_seen(facts):
+    if rank != 0 and rank not in _in_view(facts):
         return None  # no line of it in view at all: its lines were left out (an excerpt), not its work
     return hang_decision(facts, decision, "hang-never-joined", STRAGGLER, rank,
                          f"rank {rank} never joined the collective the others timed out in", None)
