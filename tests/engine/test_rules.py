@@ -602,6 +602,25 @@ def test_hang_silent_first_a_rank_at_work_alone_before_one_quiet_by_design():
     assert decided.initiating.line.origin.rank == 2
 
 
+def test_hang_silent_first_a_rank_at_work_alone_with_its_output_in_two_files():
+    """mpirun --output-filename (and torchrun --log-dir) keep each rank's stdout and stderr apart:
+    every rank's stdout holds only gloo's untimed connection line, its stderr the log. Rank 1's
+    stderr was last seen starting an evaluation (a real torch 2.8 run): its own stdout is not
+    another rank that went on, and a file without times orders nothing."""
+    def gloo(rank):
+        return stream(rank, [(1, None, f"[Gloo] Rank {rank} is connected to 3 peer ranks.")], source=f"rank.{rank}/stdout")
+
+    logs = [stream(0, [(4, 12.971, "INFO train: epoch 0 step 8/8 loss 1.3465 acc 0.359")], source="rank.0/stderr"),
+            stream(1, [(3, 12.972, "INFO train: rank 1: evaluating epoch 0 on the held-out set")], source="rank.1/stderr"),
+            stream(2, [(2, 12.876, "INFO train: epoch 0: rank 2 shard has 128 samples -> 8 steps")], source="rank.2/stderr")]
+    built = facts([], activity=[*map(gloo, range(3)), *logs])
+    decided = rule("hang-silent-first").apply(built, Decision(hang="nothing was printed for 8 s"))
+    assert decided.initiating.line.origin.rank == 1
+    # a rank of which no line carries a time: whether it went on after rank 1 nothing tells
+    built = facts([], activity=[*map(gloo, range(4)), *logs])
+    assert rule("hang-silent-first").apply(built, Decision(hang="nothing was printed for 8 s")) is None
+
+
 def test_hang_silent_first_two_ranks_need_the_next_message_of_both():
     """Two ranks: rank 0 printed rank 1's last line and went on with lines it alone prints (a
     driver worker naming its parallel ranks): no sign rank 1 fell behind. Had rank 0 gone on with a line

@@ -240,6 +240,8 @@ def _host_of_rank(run: LabRun, sup: _Supervision) -> str | None:
     rendezvous), or Slurm's node (its lines name it: srun's, or a time limit's cancel)."""
     if run.layout in MPIRUN_LAYOUTS and (node := _mpirun_named_node(run, sup)) is not None:
         return node
+    if run.layout != "twonode" and run.scenario.driver == "time-limit" and sup.cancelled:
+        return run.slurm_job.node  # Slurm's cancel names the batch node, where every process of one machine ran
     if run.hosts and run.layout in ("plain", "spawn", *MPIRUN_LAYOUTS):
         return None  # (no launcher of theirs says the host: nothing in their logs names it)
     if run.hosts and run.layout != "twonode":

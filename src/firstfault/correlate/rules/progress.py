@@ -324,8 +324,14 @@ def _alone_at_work(streams: list[StreamActivity]) -> StreamActivity | None:
     if len(working) != 1 or working[0].last_time is None:
         return None
     started = working[0].last_time
-    others = [stream for stream in streams if stream is not working[0]]
-    if all(other.last_time is not None and other.last_time <= started + WORK_ALONE_SLACK_SECONDS for other in others):
+    # the others' last times, a rank's files together (its stdout and stderr kept apart: torchrun's
+    # --log-dir, mpirun's --output-filename); a file whose lines carry no time orders nothing
+    last: dict = {}
+    for other in streams:
+        if other.rank != working[0].rank and other.last_time is not None:
+            last[other.rank] = max(last.get(other.rank, other.last_time), other.last_time)
+    untimed = {other.rank for other in streams if other.rank != working[0].rank} - set(last)
+    if last and not untimed and all(time <= started + WORK_ALONE_SLACK_SECONDS for time in last.values()):
         return working[0]
     return None
 
