@@ -26,6 +26,9 @@ ASSERT = "RuntimeError: CUDA error: device-side assert triggered"
     ("Dec  2 16:46:31 dgx-a100-18 kernel: Out of memory: Killed process 1234 (python)", None, None, "dgx-a100-18"),
     ("[1,mpirank:3,algo-2]<stderr>:RuntimeError: x", 3, None, "algo-2"),
     ("[1,5]<stdout>:loss 2.0", 5, None, None),
+    # mpirun --timestamp-output (and horovodrun): mpirun's ctime before the tag
+    ("Sun Dec  6 15:47:17 2026[1,3]<stderr>:[rank3]: RuntimeError: x", 3, None, None),
+    ("Wed Jun 10 22:41:38 2020[127]<stderr>:terminate called after throwing an instance of 'gloo::IoException'", 127, None, None),
     ("[pod/bert-worker-1/pytorch] [rank3]: RuntimeError: x", 3, None, "bert-worker-1"),
     ("[pod/x/y]RuntimeError: x", None, None, None),
     ("Epoch1: loss 2.0", None, None, None),
@@ -216,3 +219,19 @@ def test_a_message_that_names_its_own_rank():
     assert rank_mentioned("error on rank 3: CUDA out of memory") == 3
     assert rank_mentioned("[rank12]: Timed out") == 12
     assert rank_mentioned("[1] loaded 400 shards") is None
+
+
+def test_a_line_whose_only_time_is_mpirun_s_stamp_takes_that_time(tmp_path):
+    """mpirun --timestamp-output stamps every line before its tag: a rank's line without a time of its
+    own (a traceback) takes the stamp's; one with its own time keeps it (finer than the stamp's second)."""
+    from firstfault.pipeline import diagnose_paths
+
+    (tmp_path / "console.log").write_text(
+        "Sun Dec  6 15:47:17 2026[1,0]<stderr>:2026-12-06 15:47:16,250 INFO train: step 5 loss 0.4\n"
+        "Sun Dec  6 15:47:17 2026[1,1]<stderr>:[rank1]: Traceback (most recent call last):\n"
+        "Sun Dec  6 15:47:18 2026[1,1]<stderr>:[rank1]: KeyError: 'label'\n")
+    diagnosis = diagnose_paths([str(tmp_path)])
+    assert diagnosis.initiating.rank == 1
+    from firstfault.render.contract import iso_time
+
+    assert iso_time(diagnosis.initiating.time).endswith("15:47:18.000")

@@ -900,6 +900,28 @@ def test_every_rank_alike_names_no_rank_when_each_raised_it_first():
     assert apply(apart, range(3), alike[0]) is None  # rank 2 five minutes later: not one shared cause
 
 
+def test_first_second_alike_names_no_rank_among_ranks_tied_in_the_first_second():
+    """Horovod's console stamps whole seconds: 3 of a 416-rank job gave up waiting for a store key
+    in the same second. Which came first the times cannot tell: no rank. Not when the stamps are
+    finer than seconds, not when one rank failed alone a second earlier, not for another failure."""
+    text = "what():  [horovod/common/gloo/http_store.cc:111] Wait timeout for key(s): [global/276]"
+
+    def waited(rank, time, entry="rendezvous-failure"):
+        return hit(entry, 30 + rank, rank=rank, time=time, source="horovodrun.log", text=text)
+
+    def apply(matches):
+        built = facts(matches, ranks=range(416))
+        return rule("first-second-alike").apply(built, _decided(matches[0], built))
+
+    tied = [waited(rank, 1591828898.0) for rank in (127, 8, 17)]
+    decided = apply(tied)
+    assert decided.rank_decided and decided.initiating.line.origin.rank is None
+    assert "ranks 8,17,127" in decided.because[-1].text
+    assert apply([waited(rank, 1591828898.0 + rank / 1000) for rank in (127, 8, 17)]) is None  # finer stamps order them
+    assert apply([waited(127, 1591828897.0), *tied[1:]]) is None  # rank 127 alone, a second before the others
+    assert apply([tied[0], waited(8, 1591828898.0, entry="cuda-oom")]) is None  # not one failure
+
+
 def test_every_rank_alike_with_no_activity_reads_the_ranks_the_input_shows():
     """A console whose only rank-prefixed lines are the ranks' tracebacks (the HF Trainer under
     torchrun, offline): no activity stream has a rank, so the ranks the input shows are those that

@@ -18,10 +18,12 @@ from pathlib import PurePath
 
 _SRUN = re.compile(r"\s{0,3}(\d{1,5}): ")
 _HOST = re.compile(r"([A-Za-z][A-Za-z0-9_.-]{0,62}\d[A-Za-z0-9_.-]{0,62}|\d{1,3}(?:\.\d{1,3}){3}): ")
-_GLOBAL = re.compile(r"\[rank(\d{1,6})\]:")
+_GLOBAL = re.compile(r"\[rank(?P<rank>\d{1,6})\]:")
 # Open MPI's --tag-output / Horovod: `[1,3]<stderr>:` (job id, rank) and older `[3]<stdout>:`;
-# SageMaker's MPI jobs add the rank's word and host: `[1,mpirank:3,algo-2]<stderr>:`
-_MPI = re.compile(r"\[(?:\d{1,6},)?(?:mpirank:)?(\d{1,6})(?:,(?P<host>[A-Za-z][\w.-]{0,62}))?\]<std(?:out|err)>:")
+# SageMaker's MPI jobs add the rank's word and host: `[1,mpirank:3,algo-2]<stderr>:`; with
+# --timestamp-output mpirun's time comes first, as ctime() writes it: `Sun Dec  6 15:47:17 2026[1,3]<stderr>:`
+_MPI = re.compile(r"(?P<stamp>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
+                  r"\[(?:\d{1,6},)?(?:mpirank:)?(?P<rank>\d{1,6})(?:,(?P<host>[A-Za-z][\w.-]{0,62}))?\]<std(?:out|err)>:")
 # `kubectl logs --prefix`: `[pod/<pod>/<container>] ` (a pod's name is its hostname)
 _KUBECTL = re.compile(r"\[pod/(?P<pod>[a-z0-9][a-z0-9.-]{0,252})/[\w.-]{1,63}\] ")
 _LOCAL = re.compile(r"\[([A-Za-z_][A-Za-z_-]*?)(\d{1,4})\]:")
@@ -94,6 +96,7 @@ class LinePrefix:
     rank_from_task: bool = False  # the rank is the srun task label (no rank prefix of its own)
     outer_host: str | None = None  # a host named by an outer prefix (pdsh, Ray), not by NCCL's own
     pid: int | None = None  # the process a Ray/vLLM worker prefix names (`pid=4242`), when it names no rank
+    stamped: bool = False  # a prefix carries the line's time (mpirun --timestamp-output)
 
 
 PREFIX_WINDOW = 256  # prefixes live at the start; bounding the text keeps the regexes linear
@@ -105,6 +108,7 @@ def parse_prefix(line: str) -> LinePrefix:
     rank = local_rank = task = pid = None
     host = None
     position = 0
+    stamped = False
     match = _JOURNAL.match(line)
     if match:
         host, position = match.group("host"), match.end()
@@ -116,7 +120,8 @@ def parse_prefix(line: str) -> LinePrefix:
             continue
         match = _GLOBAL.match(line, position) or _MPI.match(line, position)
         if match:
-            rank = int(match.group(1))
+            stamped = stamped or bool(match.groupdict().get("stamp"))
+            rank = int(match.group("rank"))
             host = (match.groupdict().get("host") or host) if host is None else host
             position = match.end()
             continue
@@ -158,9 +163,9 @@ def parse_prefix(line: str) -> LinePrefix:
         # srun --label prints the task id: the global rank when srun starts one task per rank; with
         # a local-rank prefix inside it, srun started one launcher per node and the task is the node
         return LinePrefix(rank=task, local_rank=None, host=host, task=task, offset=position, rank_from_task=True,
-                          outer_host=outer_host, pid=pid)
+                          outer_host=outer_host, pid=pid, stamped=stamped)
     return LinePrefix(rank=rank, local_rank=local_rank, host=host, task=task, offset=position, outer_host=outer_host,
-                      pid=pid)
+                      pid=pid, stamped=stamped)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ them, bounds them in time and keeps the files. The layouts are the ways people k
   unprefixed or, with `--tag-output`, prefixed `[1,<rank>]<stdout>:` / `<stderr>:`, and mpirun's own
   report of the job's end (needs `mpirun` on the PATH: `apt-get install openmpi-bin`);
 - `mpirun-files`: the same with `--output-filename DIR:nocopy`: each rank's output in
-  `DIR/1/rank.<R>/stdout` and `stderr` (Open MPI's own layout), mpirun's report in `console.log`.
+  `DIR/1/rank.<R>/stdout` and `stderr` (Open MPI's own layout), mpirun's report in `console.log`;
+- `mpirun-stamped`: `--tag-output --timestamp-output`: mpirun's time (ctime's form, to the second)
+  before each tag, `Sun Dec  6 15:47:17 2026[1,0]<stdout>:`.
 """
 from __future__ import annotations
 
@@ -31,8 +33,8 @@ from pathlib import Path
 
 from .slurm import SlurmJob
 
-LAYOUTS = ("tee", "logdir", "twonode", "plain", "srun", "spawn", "mpirun", "mpirun-tag", "mpirun-files")
-MPIRUN_LAYOUTS = ("mpirun", "mpirun-tag", "mpirun-files")
+LAYOUTS = ("tee", "logdir", "twonode", "plain", "srun", "spawn", "mpirun", "mpirun-tag", "mpirun-files", "mpirun-stamped")
+MPIRUN_LAYOUTS = ("mpirun", "mpirun-tag", "mpirun-files", "mpirun-stamped")
 SPAWN_LAUNCHER = str(Path(__file__).with_name("spawn_launch.py"))
 
 LAYOUT_HELP = {
@@ -45,6 +47,7 @@ LAYOUT_HELP = {
     "mpirun": "Open MPI's mpirun -np N (ranks from OMPI_COMM_WORLD_RANK), all lines unprefixed in console.log",
     "mpirun-tag": "mpirun --tag-output: every line in console.log prefixed [1,<rank>]<stdout>: or <stderr>:",
     "mpirun-files": "mpirun --output-filename logs/mpi:nocopy: each rank's output in logs/mpi/1/rank.<R>/{stdout,stderr}",
+    "mpirun-stamped": "mpirun --tag-output --timestamp-output: mpirun's time, then [1,<rank>]<stdout>:, before every line",
 }
 
 
@@ -159,7 +162,8 @@ def plan_launch(
                           f"python spawn_launch.py: torch.multiprocessing.spawn of {world_size} processes (RANK = "
                           "process index, MASTER_ADDR/MASTER_PORT set), every line unprefixed in logs/console.log")
     if layout in MPIRUN_LAYOUTS:
-        tag = {"mpirun-tag": ["--tag-output"], "mpirun-files": ["--output-filename", f"{logs_dir / 'mpi'}:nocopy"]}.get(layout, [])
+        tag = {"mpirun-tag": ["--tag-output"], "mpirun-files": ["--output-filename", f"{logs_dir / 'mpi'}:nocopy"],
+               "mpirun-stamped": ["--tag-output", "--timestamp-output"]}.get(layout, [])
         # (root in a container needs --allow-run-as-root; more ranks than cores, --oversubscribe)
         command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(world_size), *tag,
                    "-x", "MASTER_ADDR=127.0.0.1", "-x", f"MASTER_PORT={port}", python, script, *script_args]

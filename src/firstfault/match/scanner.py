@@ -313,7 +313,7 @@ class Scanner:
                     if start > 0 and starts_like_a_continuation(line):
                         # a tail is masked later, alone: the secret its line continues is masked now
                         line = mask_continuation(line, _previous_line(data, start))
-                    kept_line = (line_number, self.clock.parse(line[prefix.offset:]), line[:500])
+                    kept_line = (line_number, self._time_of(line, prefix), line[:500])
                     if wanted_line:
                         kept.append(kept_line)
                     if wanted_step:
@@ -330,6 +330,14 @@ class Scanner:
         found = {stream: lines[::-1] for stream, lines in found.items()}
         progress = {stream: lines[::-1] for stream, lines in progress.items() if lines}
         add_tails(scan, found, progress, block.first_line + block.line_count - 1, window)
+
+    def _time_of(self, line: str, prefix: LinePrefix) -> float | None:
+        """A line's own time: its message's, after the launcher prefixes; else the one a prefix
+        carries (mpirun --timestamp-output writes its time before the rank's tag)."""
+        time = self.clock.parse(line[prefix.offset:]) if prefix.offset else self.clock.parse(line)
+        if time is None and prefix.stamped:
+            time = self.clock.parse(line)
+        return time
 
     def _carry_times(self, data: bytes, scan: FileScan) -> None:
         """Remember the block's last time, overall and per rank stream, for the lines of later
@@ -357,7 +365,7 @@ class Scanner:
         if not hits:
             return
         prefix = parse_prefix(line)
-        time = self.clock.parse(line[prefix.offset:]) if prefix.offset else self.clock.parse(line)
+        time = self._time_of(line, prefix)
         inherited = False
         if time is None:
             time = self._inherited_time(data, start, prefix, scan)
@@ -391,7 +399,7 @@ class Scanner:
             prefix = parse_prefix(line)
             stream = _rank_stream_of(prefix)
             if stream is not None and stream not in times:
-                value = self.clock.parse(line[prefix.offset:])
+                value = self._time_of(line, prefix)
                 if value is not None:
                     times[stream] = value
             end = start - 1 if start > 0 else 0
@@ -435,7 +443,7 @@ class Scanner:
             end = data.find(b"\n", position)
             line = (data[position:] if end < 0 else data[position:end]).decode("utf-8", "replace")
             prefix = parse_prefix(line)
-            value = self.clock.parse(line[prefix.offset:])
+            value = self._time_of(line, prefix)
             if value is not None or end < 0:
                 return value
             position = end + 1

@@ -95,6 +95,29 @@ def every_rank_alike(facts: Facts, decision: Decision) -> Decision | None:
                                  initiating=with_rank(decision.initiating, None), rank_decided=True)
 
 
+@rule("first-second-alike")
+def first_second_alike(facts: Facts, decision: Decision) -> Decision | None:
+    """Several ranks raised the same failure as their own first error in the very second the first
+    of them did, and the logs stamp whole seconds (Horovod's and mpirun's --timestamp-output, Slurm,
+    torchrun's table): which came first the times cannot tell, and a line printed first only got
+    there first (every rank waiting for a key nobody wrote, a setting they share). No rank is named."""
+    if decision.initiating is None or decision.rank_decided or decision.initiating.line.origin.time is None:
+        return None
+    timed = {rank: match for rank, match in _own_first_errors(facts).items() if match.line.origin.time is not None}
+    first = min((match.line.origin.time for match in timed.values()), default=None)
+    tied = {rank: match for rank, match in timed.items() if match.line.origin.time == first}
+    if len(tied) < 2 or first != int(first) or decision.initiating.line.origin.rank not in tied:
+        return None
+    if not _alike(tied, decision.primary, tied.values()):
+        return None
+    if odd_rank([match for match in facts.winners if match.entry_id == decision.primary]) is not None:
+        return None  # alike in kind, not in content: the rank whose collective differs started it
+    text = (f"ranks {_listed(sorted(tied))} raised it as their own first error in the same second (the logs stamp "
+            "whole seconds): which came first the times cannot tell, and the first printed only got there first")
+    return decision.with_because("first-second-alike", text, [decision.initiating], note=text,
+                                 initiating=with_rank(decision.initiating, None), rank_decided=True)
+
+
 @rule("one-host-alike")
 def one_host_alike(facts: Facts, decision: Decision) -> Decision | None:
     """Every rank that failed of its own ran on one host, and every rank seen on that host raised

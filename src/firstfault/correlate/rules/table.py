@@ -12,7 +12,7 @@ from .hang import (aborted_together, after_the_end, all_timed_out, alone_in_barr
 from .outcome import failed_unexplained, nothing_failed, peer_lost_elsewhere, peer_vanished, survived_errors
 from .primary import earliest_root, specific_symptom, strongest_symptom
 from .progress import hang_unattributed, hung, launcher_went_on, outlived_by_progress, silent_first, stop_after_fault, stop_ended_hang
-from .rank import (complement, every_rank_alike, launcher_first, one_host_alike, launcher_tie, mismatch_no_odd_one, needs_rank, odd_one_out, only_process, raised_by_the_launcher, rank_from_bus, rank_from_device_event,
+from .rank import (complement, every_rank_alike, first_second_alike, launcher_first, one_host_alike, launcher_tie, mismatch_no_odd_one, needs_rank, odd_one_out, only_process, raised_by_the_launcher, rank_from_bus, rank_from_device_event,
                    rank_from_device_index, rank_from_pid, rank_from_table_record, same_fault_nearby, waited_for)
 from .teardown import (after_first_timeout, after_launcher_report, after_own_failure, explained_by_another, loopback_across_hosts,
                        sigterm_from_the_launcher, waiting_for_failed_rank)
@@ -40,7 +40,8 @@ STAGES: tuple[Stage, ...] = (
     # (a lone rank that lost its peers after the end hung on nothing: its peers had left, so it
     # is decided here, where failures no other stage explained are)
     Stage("outcome", (after_the_end, nothing_failed, peer_vanished, peer_lost_elsewhere, failed_unexplained), first_only=True, when=_undecided),
-    Stage("initiating", (odd_one_out, mismatch_no_odd_one, every_rank_alike, one_host_alike, waited_for), when=_failure),
+    Stage("initiating", (odd_one_out, mismatch_no_odd_one, every_rank_alike, one_host_alike, first_second_alike, waited_for),
+          when=_failure),
     Stage("rank", (rank_from_table_record, rank_from_pid, rank_from_bus, rank_from_device_index, same_fault_nearby, complement,
                    rank_from_device_event, raised_by_the_launcher, only_process, launcher_first, launcher_tie),
           first_only=True, when=needs_rank),
