@@ -143,7 +143,7 @@ def names_number_nodes(scans: list[FileScan], world: int | None) -> bool:
     return True
 
 
-def _file_offset(scan: FileScan, world: int | None, names: bool = True) -> int | None:
+def _file_offset(scan: FileScan, world: int | None, names: bool) -> int | None:
     """global - local for this file, when it can be known. What the file's own lines say comes
     before its name: a c10d rendezvous numbers the nodes in the order they joined (it ignores
     `--node_rank`, and torchrun says so), so `node1.log` may hold ranks 0-3. `names`: whether the
@@ -222,14 +222,19 @@ class JobFiles:
     local_world: int | None  # processes per node, when known
     host_offsets: dict  # host -> its node's first global rank (_host_offsets)
     host_sources: dict = field(default_factory=dict)  # display name -> how the logs say its host (HOST_FROM)
-    names_number_nodes: bool = True  # whether the node numbers in file names number ranks (names_number_nodes)
+    offsets: dict = field(default_factory=dict)  # display name -> global - local for its lines (_file_offset), or None
+
+    def offset(self, scan: FileScan) -> int | None:
+        return self.offsets.get(scan.input.display)
 
 
 def job_files(scans: list[FileScan]) -> JobFiles:
     sourced = file_hosts(scans)
     world = local_world_size(scans)
+    names = names_number_nodes(scans, world)
     return JobFiles({name: host for name, (host, _how) in sourced.items()}, world, _host_offsets(scans),
-                    {name: how for name, (_host, how) in sourced.items()}, names_number_nodes(scans, world))
+                    {name: how for name, (_host, how) in sourced.items()},
+                    {scan.input.display: _file_offset(scan, world, names) for scan in scans})
 
 
 def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]:
@@ -245,7 +250,7 @@ def resolve(scans: list[FileScan], files: JobFiles | None = None) -> list[Match]
     blocks = node_blocks(scans)
     file_nodes = {host for host in hosts.values() if host}  # files from two hosts: two nodes at least
     for scan in scans:
-        offset = _file_offset(scan, world, files.names_number_nodes)
+        offset = files.offset(scan)
         if offset is None:
             offset = blocks.get(scan.input.display)
         if offset is None and not any_node_hints and not host_offsets and not blocks and len(file_nodes) <= 1:
@@ -391,12 +396,11 @@ LOCAL_FROM = {"prefix": "the launcher's prefix on the line", "file": "the name o
 def ranks_seen(scans: list[FileScan], matches: list[Match], files: JobFiles | None = None) -> list[int]:
     ranks = {match.line.origin.rank for match in matches if match.line.origin.rank is not None}
     files = files or job_files(scans)
-    world = files.local_world
     for scan in scans:
         ranks.update(scan.global_ranks)
         if scan.hints.rank is not None:
             ranks.add(scan.hints.rank)
-        offset = _file_offset(scan, world, files.names_number_nodes)
+        offset = files.offset(scan)
         if offset is not None:
             ranks.update(local + offset for local in scan.local_ranks)
         own = _own_file_rank(scan, offset)
@@ -445,7 +449,7 @@ def stream_activity(scans: list[FileScan], matches: list[Match], files: JobFiles
             file_ranks.setdefault(match.line.origin.source, Counter())[match.line.origin.rank] += 1
     activity = []
     for scan in scans:
-        offset = _file_offset(scan, world, files.names_number_nodes)
+        offset = files.offset(scan)
         nodes = several_nodes(scan)
         for stream, lines in scan.tails.items():
             if stream is None:
