@@ -87,12 +87,11 @@ def every_rank_alike(facts: Facts, decision: Decision) -> Decision | None:
         return None
     if not _alike(first_errors, decision.primary, [incident.first for incident in earliest.values()]):
         return None
-    if odd_rank([match for match in facts.winners if match.entry_id == decision.primary]) is not None:
-        return None  # alike in kind, not in content: the rank whose collective differs started it
+    if _one_differs(facts, decision.primary):
+        return None
     text = (f"every rank (ranks {_listed(sorted(ranks))}) raised it as its own first error: no rank started it, "
             "the cause is one they share")
-    return decision.with_because("every-rank-alike", text, [decision.initiating], note=text,
-                                 initiating=with_rank(decision.initiating, None), rank_decided=True)
+    return _no_rank(decision, "every-rank-alike", text)
 
 
 @rule("first-second-alike")
@@ -110,12 +109,11 @@ def first_second_alike(facts: Facts, decision: Decision) -> Decision | None:
         return None
     if not _alike(tied, decision.primary, tied.values()):
         return None
-    if odd_rank([match for match in facts.winners if match.entry_id == decision.primary]) is not None:
-        return None  # alike in kind, not in content: the rank whose collective differs started it
+    if _one_differs(facts, decision.primary):
+        return None
     text = (f"ranks {_listed(sorted(tied))} raised it as their own first error in the same second (the logs stamp "
             "whole seconds): which came first the times cannot tell, and the first printed only got there first")
-    return decision.with_because("first-second-alike", text, [decision.initiating], note=text,
-                                 initiating=with_rank(decision.initiating, None), rank_decided=True)
+    return _no_rank(decision, "first-second-alike", text)
 
 
 @rule("one-host-alike")
@@ -140,8 +138,18 @@ def one_host_alike(facts: Facts, decision: Decision) -> Decision | None:
         return None  # (a rank of that host that did not fail so; or every rank of the job: every-rank-alike's)
     text = (f"every rank on host {host} (ranks {_listed(sorted(first_errors))}) raised it as its own first error, and no "
             "rank elsewhere failed of its own: no rank started it, the host did")
-    return decision.with_because("one-host-alike", text, [decision.initiating], note=text,
-                                 initiating=with_rank(decision.initiating, None), rank_decided=True, host=host)
+    return _no_rank(decision, "one-host-alike", text, host=host)
+
+
+def _one_differs(facts: Facts, primary: str) -> bool:
+    """Alike in kind, not in content: one rank's collective differs from the others' (it started it)."""
+    return odd_rank([match for match in facts.winners if match.entry_id == primary]) is not None
+
+
+def _no_rank(decision: Decision, rule_id: str, text: str, **decided) -> Decision:
+    """The failure as decided, its line kept, no rank named: the ranks' failures alike say no one started it."""
+    return decision.with_because(rule_id, text, [decision.initiating], note=text,
+                                 initiating=with_rank(decision.initiating, None), rank_decided=True, **decided)
 
 
 def _alike(first_errors: dict, primary: str, exception_lines) -> bool:
