@@ -240,18 +240,14 @@ def _host_of_rank(run: LabRun, sup: _Supervision) -> str | None:
     rendezvous), or Slurm's node (its lines name it: srun's, or a time limit's cancel)."""
     if run.layout in MPIRUN_LAYOUTS and (node := _mpirun_named_node(run, sup)) is not None:
         return node
-    if run.layout != "twonode" and run.scenario.driver == "time-limit" and sup.cancelled:
-        return run.slurm_job.node  # Slurm's cancel names the batch node, where every process of one machine ran
-    if run.hosts and run.layout in ("plain", "spawn", *MPIRUN_LAYOUTS):
-        return None  # (no launcher of theirs says the host: nothing in their logs names it)
-    if run.hosts and run.layout != "twonode":
-        return run.hosts[0]
-    if run.hosts:  # (a rank that died before it wrote its node: where it ran is not known)
+    if run.hosts and run.layout == "twonode":  # (a rank that died before it wrote its node: where it ran is not known)
         node = _launcher_node_of_rank(sup).get(run.rank)
         return run.hosts[node] if node is not None and node < len(run.hosts) else None
     if run.layout == "srun" or (run.scenario.driver == "time-limit" and sup.cancelled):
-        return run.slurm_job.node
-    return None
+        return run.slurm_job.node  # Slurm's lines name its node (the batch node, where one machine's processes ran)
+    if run.hosts and run.layout in ("plain", "spawn", *MPIRUN_LAYOUTS):
+        return None  # (no launcher of theirs says the host: nothing in their logs names it)
+    return run.hosts[0] if run.hosts else None
 
 
 def _mpirun_named_node(run: LabRun, sup: _Supervision) -> str | None:
